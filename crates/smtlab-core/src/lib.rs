@@ -1,0 +1,24 @@
+//! smtlab's library core.
+//!
+//! Data flows one way: **topology → placement → plan → execute → measure →
+//! store → analyse → report**. This crate holds the parts that exist so far:
+//!
+//! * [`cpuset`]: sets of PU numbers and their kernel text forms;
+//! * [`topology`]: the machine, from sysfs (live or a dump) or a synthetic
+//!   description;
+//! * [`cpu_expr`]: physical lists and likwid-style domain expressions;
+//! * [`placement`]: (topology, policy, N) → an ordered list of CPUs;
+//! * [`pin`]: run a program with its threads pinned, and report where they ran;
+//! * [`sys`]: the only module with `unsafe` or raw libc calls.
+//!
+//! The `smtlab` binary is a thin CLI over this crate.
+
+pub mod cpu_expr;
+pub mod cpuset;
+pub mod pin;
+pub mod placement;
+pub mod sys;
+pub mod topology;
+
+pub use cpuset::CpuSet;
+pub use topology::Topology;

@@ -1,0 +1,39 @@
+//! `--fsroot DIR | --synthetic SPEC`: where a command reads the machine from.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use smtlab_core::topology::{synthetic, sysfs};
+use smtlab_core::Topology;
+
+use crate::exit::usage;
+
+#[derive(Args, Debug, Clone)]
+pub struct TopologySource {
+    /// Read the topology from this filesystem root (holding sys/ and proc/),
+    /// e.g. an extracted hwloc dump, instead of this machine
+    #[arg(long, value_name = "DIR", conflicts_with = "synthetic")]
+    pub fsroot: Option<PathBuf>,
+    /// Use a synthetic machine, e.g. "package:2 core:8 pu:2" (levels: package,
+    /// numa, l3, l2, l1, core, pu)
+    #[arg(long, value_name = "SPEC")]
+    pub synthetic: Option<String>,
+}
+
+impl TopologySource {
+    /// Load the topology; a bad root or spec is a usage error.
+    pub fn load(&self) -> anyhow::Result<Topology> {
+        if let Some(spec) = &self.synthetic {
+            return synthetic::parse(spec).map_err(usage);
+        }
+        match &self.fsroot {
+            Some(root) => sysfs::read_root(root).map_err(usage),
+            None => sysfs::read_live().map_err(|e| anyhow::anyhow!(e)),
+        }
+    }
+
+    /// True when the topology is this machine (pinning is possible).
+    pub fn is_live(&self) -> bool {
+        self.fsroot.is_none() && self.synthetic.is_none()
+    }
+}
