@@ -165,6 +165,9 @@ enum PackageKey {
     Unknown,
 }
 
+/// A core being grouped: its sysfs core id and its PUs.
+type CoreGroup = (Option<i64>, CpuSet);
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum CoreKey {
     Siblings(CpuSet),
@@ -236,7 +239,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
 
     // Cores: by the core's sibling set; then by (die, core_id) inside the
     // package, because core ids repeat across packages; else one core per PU.
-    let mut cores: BTreeMap<(PackageKey, CoreKey), (Option<i64>, CpuSet)> = BTreeMap::new();
+    let mut cores: BTreeMap<(PackageKey, CoreKey), CoreGroup> = BTreeMap::new();
     let mut core_fallback = false;
     let core_id_of: HashMap<u32, Option<i64>> =
         raw.pus.iter().map(|p| (p.os_index, p.core_id)).collect();
@@ -295,8 +298,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
     // Nest everything and number in depth-first order.
     let pkg_list: Vec<(PackageKey, CpuSet)> = pkgs.into_iter().collect();
     let die_list: Vec<((PackageKey, i64), CpuSet)> = dies.into_iter().collect();
-    let core_list: Vec<((PackageKey, CoreKey), (Option<i64>, CpuSet))> =
-        cores.into_iter().collect();
+    let core_list: Vec<((PackageKey, CoreKey), CoreGroup)> = cores.into_iter().collect();
     let mut objects = Vec::new();
     for (i, (_, cpus)) in pkg_list.iter().enumerate() {
         objects.push((What::Package(i), 1, cpus.clone()));
@@ -467,7 +469,8 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
                 core,
                 package,
                 die,
-                cluster: p.cluster_id.filter(|c| *c >= 0),
+                // x86 kernels without clusters print 65535 (a u16 -1).
+                cluster: p.cluster_id.filter(|c| *c >= 0 && *c != 0xffff),
                 numa: numa_nodes.iter().position(|n| n.cpus.contains(os)),
                 kind: cpu_kinds.iter().position(|k| k.cpus.contains(os)),
                 online: p.online,

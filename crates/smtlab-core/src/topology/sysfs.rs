@@ -135,7 +135,7 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
     for (os, dir) in &cpus {
         let online = match &global_online {
             Some(set) => set.contains(*os),
-            None => read_i64(&dir.join("online")).map_or(true, |v| v != 0),
+            None => read_i64(&dir.join("online")).is_none_or(|v| v != 0),
         };
         let t = dir.join("topology");
         if online && !t.is_dir() {
@@ -144,7 +144,7 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
         let pu = RawPu {
             os_index: *os,
             online,
-            allowed: cpuset.cpus.as_ref().map_or(true, |c| c.contains(*os)),
+            allowed: cpuset.cpus.as_ref().is_none_or(|c| c.contains(*os)),
             package_id: read_i64(&t.join("physical_package_id")),
             package_cpus: read_set(
                 &t,
@@ -239,7 +239,7 @@ fn read_nodes(root: &Path, mems: Option<&CpuSet>) -> Vec<RawNode> {
             memory_bytes: read_string(&dir.join("meminfo"))
                 .as_deref()
                 .and_then(meminfo_total),
-            allowed: mems.map_or(true, |m| m.contains(*os)),
+            allowed: mems.is_none_or(|m| m.contains(*os)),
             distances: read_string(&dir.join("distance"))
                 .map(|s| {
                     s.split_whitespace()

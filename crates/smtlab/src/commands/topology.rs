@@ -1,7 +1,9 @@
 //! `smtlab topology`: the machine as a tree and a one-line summary, or JSON.
 
 use clap::Args;
+use serde::Serialize;
 use smtlab_core::topology::{render_tree, summary_line};
+use smtlab_core::Topology;
 
 use super::topology_source::TopologySource;
 
@@ -14,10 +16,28 @@ pub struct TopologyArgs {
     pub json: bool,
 }
 
+/// The stable JSON document: a schema tag, then the topology's fields.
+/// Fields are only ever added under the same schema tag; a rename or removal
+/// bumps it.
+#[derive(Serialize)]
+struct TopologyJson<'a> {
+    schema: &'static str,
+    summary: String,
+    smt_active: bool,
+    #[serde(flatten)]
+    topology: &'a Topology,
+}
+
 pub fn run(a: TopologyArgs) -> anyhow::Result<i32> {
     let topo = a.source.load()?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&topo)?);
+        let doc = TopologyJson {
+            schema: "smtlab.topology/1",
+            summary: summary_line(&topo),
+            smt_active: topo.smt_active(),
+            topology: &topo,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print!("{}", render_tree(&topo));
         println!("{}", summary_line(&topo));

@@ -31,9 +31,4 @@ impl TopologySource {
             None => sysfs::read_live().map_err(|e| anyhow::anyhow!(e)),
         }
     }
-
-    /// True when the topology is this machine (pinning is possible).
-    pub fn is_live(&self) -> bool {
-        self.fsroot.is_none() && self.synthetic.is_none()
-    }
 }

@@ -1,0 +1,176 @@
+//! `smtlab topology` and `smtlab place` from the outside: output, JSON,
+//! exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn smtlab() -> Command {
+    Command::cargo_bin("smtlab").unwrap()
+}
+
+/// Extract a hwloc dump from `fixtures/sysfs` and return its root.
+fn dump(name: &str, tmp: &Path) -> PathBuf {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sysfs")
+        .join(format!("{name}.tar.bz2"));
+    let ok = StdCommand::new("tar")
+        .arg("xjf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(tmp)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "extract {}", tarball.display());
+    std::fs::read_dir(tmp).unwrap().next().unwrap().unwrap().path()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = smtlab().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {:?}", out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Ask hwloc how many objects of a type this machine has.
+fn hwloc_count(kind: &str) -> Option<usize> {
+    let out = StdCommand::new("hwloc-calc")
+        .args(["--number-of", kind, "all"])
+        .output()
+        .ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn this_machine_agrees_with_hwloc() {
+    let (Some(packages), Some(cores), Some(pus)) = (
+        hwloc_count("package"),
+        hwloc_count("core"),
+        hwloc_count("pu"),
+    ) else {
+        eprintln!("skipped: hwloc-calc not installed (Debian package hwloc)");
+        return;
+    };
+    let out = smtlab().arg("topology").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let summary = text.lines().last().unwrap();
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let expect = format!(
+        "{}, {}, {}, SMT {}",
+        plural(packages, "package"),
+        plural(cores, "core"),
+        plural(pus, "PU"),
+        if pus > cores { "on" } else { "off" }
+    );
+    assert!(
+        summary.starts_with(&expect),
+        "summary `{summary}`, hwloc says `{expect}`"
+    );
+    let doc = json(&["topology", "--json"]);
+    assert_eq!(doc["schema"], "smtlab.topology/1");
+    let online = doc["pus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["online"] == true)
+        .count();
+    assert_eq!(online, pus);
+}
+
+#[test]
+fn power7_dump_shows_64_cores_of_4_pus_and_8_numa_nodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = dump("256ppc-8n8s4t", tmp.path());
+    let out = smtlab()
+        .args(["topology", "--fsroot"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("64 packages, 64 cores, 256 PUs, SMT on (4 PUs per core), 8 NUMA nodes"),
+        "{text}"
+    );
+    let doc = json(&["topology", "--json", "--fsroot", root.to_str().unwrap()]);
+    let cores = doc["cores"].as_array().unwrap();
+    assert_eq!(cores.len(), 64);
+    assert!(cores
+        .iter()
+        .all(|c| c["cpus"].as_array().unwrap().len() == 4));
+    assert_eq!(doc["numa_nodes"].as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn cpuset_dump_marks_the_six_cpus_outside_as_not_allowed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = dump("16amd64-8n2c-cpusets", tmp.path());
+    let doc = json(&["topology", "--json", "--fsroot", root.to_str().unwrap()]);
+    let pus = doc["pus"].as_array().unwrap();
+    assert_eq!(pus.len(), 16, "every PU, online or not, is listed");
+    let not_allowed: Vec<u64> = pus
+        .iter()
+        .filter(|p| p["allowed"] == false)
+        .map(|p| p["os_index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(not_allowed, [4, 7, 8, 9, 10, 11]);
+    for p in pus {
+        for key in ["os_index", "core", "package", "numa", "online", "allowed"] {
+            assert!(p.get(key).is_some(), "PU object lacks `{key}`: {p}");
+        }
+    }
+    let text = String::from_utf8(
+        smtlab()
+            .args(["topology", "--fsroot"])
+            .arg(&root)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("(P#7, not allowed)"), "{text}");
+    assert!(text.contains("Offline PUs: 4"), "{text}");
+}
+
+#[test]
+fn synthetic_ultrasparc_t1_has_32_pus_in_8_cores() {
+    let doc = json(&["topology", "--synthetic", "core:8 pu:4", "--json"]);
+    let pus = doc["pus"].as_array().unwrap();
+    assert_eq!(pus.len(), 32);
+    let cores: std::collections::BTreeSet<u64> =
+        pus.iter().map(|p| p["core"].as_u64().unwrap()).collect();
+    assert_eq!(cores.len(), 8);
+    assert_eq!(doc["cores"].as_array().unwrap().len(), 8);
+    assert_eq!(doc["smt_active"], true);
+}
+
+/// Run smtlab expecting a usage error: exit 2, one line naming `needle`.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = smtlab().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err}");
+    assert!(err.contains(needle), "{args:?}: `{err}` should name `{needle}`");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn malformed_topology_input_exits_2_with_one_line() {
+    assert_usage_error(&["topology", "--synthetic", "core:x"], "core:x");
+    assert_usage_error(&["topology", "--synthetic", "sockets:2"], "sockets");
+    assert_usage_error(
+        &["topology", "--fsroot", "/nonexistent/smtlab-root"],
+        "--fsroot /nonexistent/smtlab-root",
+    );
+    let empty = tempfile::tempdir().unwrap();
+    assert_usage_error(
+        &["topology", "--fsroot", empty.path().to_str().unwrap()],
+        "--fsroot",
+    );
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what smtlab's build and tests need on a fresh Debian/Ubuntu machine.
+# Safe to run again: everything it does is idempotent.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+if command -v apt-get >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # gcc: builds the pin preload library; tar+bzip2: unpack the hwloc dumps
+  # in tests; hwloc: lstopo/hwloc-calc, the reference the topology tests
+  # compare this machine against; python3: programs run under `smtlab pin`.
+  $SUDO apt-get install -y -qq --no-install-recommends \
+    gcc libc6-dev tar bzip2 hwloc python3 >/dev/null
+else
+  echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: Rust is not installed; install it with rustup (Rust 1.85 or newer), then run this again" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
