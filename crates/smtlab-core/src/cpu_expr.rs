@@ -16,10 +16,11 @@
 //!   PUs, move `stride` PUs on from the start of that chunk, until `count`
 //!   PUs are taken.
 //!
-//! Domains are `N` (the node), `S<i>` (package, logical index), `C<i>`
-//! (last-level cache), `M<i>` (NUMA node) and `D<i>` (die). A PU is usable
-//! when it is online and allowed; unusable PUs are skipped in the logical
-//! numbering, as likwid skips PUs outside its affinity mask.
+//! Domains (letters in either case) are `N` (the node), `S<i>` (package,
+//! logical index), `C<i>` (last-level cache), `M<i>` (NUMA node) and `D<i>`
+//! (die). A PU is usable when it is online and allowed; unusable PUs are
+//! skipped in the logical numbering, as likwid skips PUs outside its
+//! affinity mask.
 //!
 //! The semantics follow likwid's own parser (`src/cpustring.c`,
 //! `src/affinity.c` and `doc/likwid-pin.1` of RRZE-HPC/likwid), with two
@@ -106,7 +107,13 @@ pub struct AffinityDomain {
 /// order likwid-pin -p lists them: N, then S, D, C and M domains.
 pub fn domains(topo: &Topology) -> Vec<AffinityDomain> {
     let mut out = Vec::new();
-    for kind in [Kind::Node, Kind::Socket, Kind::Die, Kind::Cache, Kind::Memory] {
+    for kind in [
+        Kind::Node,
+        Kind::Socket,
+        Kind::Die,
+        Kind::Cache,
+        Kind::Memory,
+    ] {
         for (i, set) in kind.sets(topo).into_iter().enumerate() {
             let tag = kind.tag(i);
             let cores = domain_cores(topo, &set);
@@ -522,37 +529,45 @@ pub(crate) mod fixtures {
             .collect();
         tarballs.sort();
         assert!(!tarballs.is_empty(), "no *.tar.bz2 in {}", dir.display());
-        tarballs
-            .iter()
-            .map(|tarball| {
-                let name = tarball
-                    .file_name()
-                    .expect("file name")
-                    .to_string_lossy()
-                    .trim_end_matches(".tar.bz2")
-                    .to_string();
-                let tmp = tempfile::tempdir().expect("tempdir");
-                let status = Command::new("tar")
-                    .arg("xjf")
-                    .arg(tarball)
-                    .arg("-C")
-                    .arg(tmp.path())
-                    .status()
-                    .expect("run tar");
-                assert!(status.success(), "tar xjf {}", tarball.display());
-                // The one top-level directory's name may differ from the
-                // tarball's.
-                let roots: Vec<PathBuf> = std::fs::read_dir(tmp.path())
-                    .expect("read tempdir")
-                    .map(|e| e.expect("entry").path())
-                    .filter(|p| p.is_dir())
-                    .collect();
-                assert_eq!(roots.len(), 1, "{name}: expected one top-level dir");
-                let topo = sysfs::read_root(&roots[0])
-                    .unwrap_or_else(|e| panic!("{name}: {e}"));
-                (name, topo)
-            })
-            .collect()
+        // Extraction is dominated by per-file filesystem cost (thousands of
+        // small sysfs files), so unpack the dumps in parallel.
+        std::thread::scope(|scope| {
+            let jobs: Vec<_> = tarballs
+                .iter()
+                .map(|tarball| scope.spawn(move || load_one(tarball)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().expect("fixture loader panicked"))
+                .collect()
+        })
+    }
+
+    fn load_one(tarball: &Path) -> (String, Topology) {
+        let name = tarball
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .trim_end_matches(".tar.bz2")
+            .to_string();
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let status = Command::new("tar")
+            .arg("xjf")
+            .arg(tarball)
+            .arg("-C")
+            .arg(tmp.path())
+            .status()
+            .expect("run tar");
+        assert!(status.success(), "tar xjf {}", tarball.display());
+        // The one top-level directory's name may differ from the
+        // tarball's.
+        let roots: Vec<PathBuf> = std::fs::read_dir(tmp.path())
+            .expect("read tempdir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(roots.len(), 1, "{name}: expected one top-level dir");
+        let topo = sysfs::read_root(&roots[0]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        (name, topo)
     }
 
     /// Every dump, by tarball name (without `.tar.bz2`).
@@ -651,7 +666,10 @@ mod tests {
     fn errors_name_the_token() {
         let t = syn("package:2 core:4 pu:2");
         let e = err("S9:0", &t);
-        assert!(e.contains("no socket domain S9") && e.contains("S0-S1"), "{e}");
+        assert!(
+            e.contains("no socket domain S9") && e.contains("S0-S1"),
+            "{e}"
+        );
         let e = err("0-", &t);
         assert!(e.contains("`0-`"), "{e}");
         let e = err("E:N:0", &t);
@@ -774,7 +792,10 @@ mod tests {
             let whole = parse(&d.tag, t).unwrap();
             prop_assert_eq!(&whole, &d.pus);
             let last = d.logical.len() - 1;
-            prop_assert_eq!(&parse(&format!("{}:0-{last}", d.tag), t).unwrap(), &d.logical);
+            prop_assert_eq!(
+                &parse(&format!("{}:0-{last}", d.tag), t).unwrap(),
+                &d.logical
+            );
             // Physical cores first: the first k logical PUs sit on k cores.
             let ncores = d
                 .pus

@@ -215,9 +215,7 @@ mod tests {
     fn rejects_bad_lists_naming_the_token() {
         assert_eq!(
             CpuSet::parse_list("0,2-").unwrap_err(),
-            CpuSetError::BadToken {
-                token: "2-".into()
-            }
+            CpuSetError::BadToken { token: "2-".into() }
         );
         assert!(matches!(
             CpuSet::parse_list("5-2"),

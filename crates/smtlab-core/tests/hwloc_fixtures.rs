@@ -183,7 +183,12 @@ fn extract(tarball: &Path, into: &Path) -> PathBuf {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(dirs.len(), 1, "one top-level directory in {}", tarball.display());
+    assert_eq!(
+        dirs.len(),
+        1,
+        "one top-level directory in {}",
+        tarball.display()
+    );
     dirs.pop().unwrap()
 }
 
@@ -195,7 +200,9 @@ fn compare(name: &str, full: &Topology, console: &Console) -> Vec<String> {
     let mut check = |what: &str, ours: &dyn std::fmt::Debug, theirs: &dyn std::fmt::Debug| {
         let (o, h) = (format!("{ours:?}"), format!("{theirs:?}"));
         if o != h {
-            errs.push(format!("{name}: {what} differ\n  smtlab: {o}\n  hwloc:  {h}"));
+            errs.push(format!(
+                "{name}: {what} differ\n  smtlab: {o}\n  hwloc:  {h}"
+            ));
         }
     };
     fn of_kind<'a>(c: &'a Console, k: &'a str) -> impl Iterator<Item = &'a Obj> + 'a {
@@ -318,7 +325,11 @@ fn every_dump_agrees_with_hwloc() {
         .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
         .collect();
     tarballs.sort();
-    assert!(tarballs.len() >= 9, "expected the hwloc dumps in {}", dir.display());
+    assert!(
+        tarballs.len() >= 9,
+        "expected the hwloc dumps in {}",
+        dir.display()
+    );
     let mut errors = Vec::new();
     for tb in &tarballs {
         let name = tb
@@ -383,7 +394,11 @@ fn cpuset_dump_marks_six_cpus_not_allowed() {
 fn core_ids_repeat_across_packages_but_core_ids_in_json_do_not() {
     let (_tmp, t) = load("16em64t-4s2c2t");
     let os_ids: BTreeSet<Option<u32>> = t.cores.iter().map(|c| c.os_index).collect();
-    assert_eq!(os_ids.len(), 2, "sysfs core ids are 0 and 1 in every package");
+    assert_eq!(
+        os_ids.len(),
+        2,
+        "sysfs core ids are 0 and 1 in every package"
+    );
     let ids: BTreeSet<usize> = t.pus.iter().filter_map(|p| p.core).collect();
     assert_eq!(ids.len(), 8);
     // P#0 and P#8 are SMT siblings: non-contiguous numbering.

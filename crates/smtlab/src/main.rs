@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod output;
 
 fn main() {
     std::process::exit(exit::run(cli::parse_args()));

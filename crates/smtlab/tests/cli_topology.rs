@@ -25,7 +25,12 @@ fn dump(name: &str, tmp: &Path) -> PathBuf {
         .unwrap()
         .success();
     assert!(ok, "extract {}", tarball.display());
-    std::fs::read_dir(tmp).unwrap().next().unwrap().unwrap().path()
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
 }
 
 fn json(args: &[&str]) -> Value {
@@ -155,8 +160,15 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     let out = smtlab().args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
     let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err}");
-    assert!(err.contains(needle), "{args:?}: `{err}` should name `{needle}`");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: one line, got {err}"
+    );
+    assert!(
+        err.contains(needle),
+        "{args:?}: `{err}` should name `{needle}`"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -173,4 +185,76 @@ fn malformed_topology_input_exits_2_with_one_line() {
         &["topology", "--fsroot", empty.path().to_str().unwrap()],
         "--fsroot",
     );
+}
+
+#[test]
+fn malformed_cpu_expressions_exit_2_naming_the_token() {
+    for (expr, token) in [
+        ("S9:0", "S9"),
+        ("0-", "0-"),
+        ("E:N:0", "E:N:0"),
+        ("Q:0", "Q"),
+    ] {
+        assert_usage_error(&["place", "-n", "2", "-p", expr], token);
+    }
+    assert_usage_error(&["place", "-n", "0"], "at least 1");
+    assert_usage_error(&["place", "-n", "2", "-p", "smt:x"], "smt:x");
+}
+
+#[test]
+fn t2_pinning_plan_one_core_versus_eight_cores() {
+    let t2 = "core:8 pu:8";
+    let one = json(&[
+        "place",
+        "--synthetic",
+        t2,
+        "-n",
+        "8",
+        "-p",
+        "smt:0",
+        "--json",
+    ]);
+    let cpus: Vec<u64> = one["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        cpus,
+        (0..8).collect::<Vec<u64>>(),
+        "8 threads on core 0's PUs"
+    );
+    let spread = json(&[
+        "place",
+        "--synthetic",
+        t2,
+        "-n",
+        "8",
+        "-p",
+        "core",
+        "--json",
+    ]);
+    let cpus: Vec<u64> = spread["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        cpus,
+        (0..8).map(|c| c * 8).collect::<Vec<u64>>(),
+        "first PU of 8 cores"
+    );
+    let over = json(&[
+        "place",
+        "--synthetic",
+        t2,
+        "-n",
+        "16",
+        "-p",
+        "smt:0",
+        "--json",
+    ]);
+    assert_eq!(over["oversubscription"], 2.0);
 }

@@ -288,10 +288,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             .iter()
             .any(|k| k.level == c.level && k.cache_type == c.cache_type && k.cpus == cpus);
         if !dup {
-            caches.push(RawCache {
-                cpus,
-                ..c.clone()
-            });
+            caches.push(RawCache { cpus, ..c.clone() });
         }
     }
 

@@ -82,9 +82,9 @@ fn parse_spec(spec: &str) -> Result<Vec<Spec>, SyntheticError> {
     for token in spec.split_whitespace() {
         let (body, attrs) = match token.split_once('(') {
             Some((b, rest)) => {
-                let inner = rest
-                    .strip_suffix(')')
-                    .ok_or_else(|| err(format!("`{token}`: attribute list is not closed with `)`")))?;
+                let inner = rest.strip_suffix(')').ok_or_else(|| {
+                    err(format!("`{token}`: attribute list is not closed with `)`"))
+                })?;
                 (b, Some(inner))
             }
             None => (token, None),
@@ -94,11 +94,11 @@ fn parse_spec(spec: &str) -> Result<Vec<Spec>, SyntheticError> {
             .ok_or_else(|| err(format!("`{token}` is not LEVEL:COUNT; {VALID}")))?;
         let level = parse_level(name)
             .ok_or_else(|| err(format!("`{token}`: unknown level `{name}`; {VALID}")))?;
-        let count: u64 = count
-            .parse()
-            .ok()
-            .filter(|c| *c > 0)
-            .ok_or_else(|| err(format!("`{token}`: count `{count}` is not a positive integer")))?;
+        let count: u64 = count.parse().ok().filter(|c| *c > 0).ok_or_else(|| {
+            err(format!(
+                "`{token}`: count `{count}` is not a positive integer"
+            ))
+        })?;
         let mut bytes = None;
         if let Some(attrs) = attrs {
             for a in attrs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
@@ -115,10 +115,10 @@ fn parse_spec(spec: &str) -> Result<Vec<Spec>, SyntheticError> {
                         "`{token}`: attribute `{k}` is not known here; caches take size=, numa takes memory="
                     )));
                 }
-                bytes = Some(
-                    parse_bytes(v)
-                        .ok_or_else(|| err(format!("`{token}`: `{v}` is not a size like 32MiB")))?,
-                );
+                bytes =
+                    Some(parse_bytes(v).ok_or_else(|| {
+                        err(format!("`{token}`: `{v}` is not a size like 32MiB"))
+                    })?);
             }
         }
         if out.iter().any(|s| s.level == level) {
@@ -127,8 +127,8 @@ fn parse_spec(spec: &str) -> Result<Vec<Spec>, SyntheticError> {
         if let Some(prev) = out.last() {
             // NUMA may sit above or below the package; everything else nests
             // strictly in the documented order.
-            let ordered = prev.level < level
-                || (prev.level == Level::Numa && level == Level::Package);
+            let ordered =
+                prev.level < level || (prev.level == Level::Numa && level == Level::Package);
             if !ordered || (level == Level::Numa && out.iter().any(|s| s.level >= Level::Core)) {
                 return Err(err(format!(
                     "`{token}` must come before `{}`: list levels outermost first \
@@ -309,7 +309,10 @@ mod tests {
         let e = parse("core:x").unwrap_err();
         assert!(e.reason.contains("`core:x`"), "{e}");
         assert!(parse("core:0").is_err());
-        assert!(parse("cores:2").unwrap_err().reason.contains("unknown level"));
+        assert!(parse("cores:2")
+            .unwrap_err()
+            .reason
+            .contains("unknown level"));
         assert!(parse("pu:2 core:2").unwrap_err().reason.contains("before"));
         assert!(parse("core:2 core:2").is_err());
         assert!(parse("").is_err());

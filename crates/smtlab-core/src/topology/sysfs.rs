@@ -12,7 +12,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{assemble, CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source, Topology};
+use super::{
+    assemble, CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source, Topology,
+};
 use crate::cpuset::CpuSet;
 
 #[derive(Debug, thiserror::Error)]
@@ -290,8 +292,13 @@ fn read_kinds(root: &Path, cpus: &[(u32, PathBuf)], notes: &mut Vec<String>) -> 
     };
     let mut kinds = Vec::new();
     for (name, dev) in [("P-core", "cpu_core"), ("E-core", "cpu_atom")] {
-        if let Some(set) = read_list(&root.join("sys/bus/event_source/devices").join(dev).join("cpus"))
-            .or_else(|| read_list(&root.join("sys/devices").join(dev).join("cpus")))
+        if let Some(set) = read_list(
+            &root
+                .join("sys/bus/event_source/devices")
+                .join(dev)
+                .join("cpus"),
+        )
+        .or_else(|| read_list(&root.join("sys/devices").join(dev).join("cpus")))
         {
             let first = set.first();
             kinds.push(RawKind {

@@ -6,6 +6,7 @@ use smtlab_core::topology::{render_tree, summary_line};
 use smtlab_core::Topology;
 
 use super::topology_source::TopologySource;
+use crate::output;
 
 #[derive(Args, Debug)]
 pub struct TopologyArgs {
@@ -37,10 +38,9 @@ pub fn run(a: TopologyArgs) -> anyhow::Result<i32> {
             smt_active: topo.smt_active(),
             topology: &topo,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else {
-        print!("{}", render_tree(&topo));
-        println!("{}", summary_line(&topo));
+        output::print(&format!("{}{}\n", render_tree(&topo), summary_line(&topo)))?;
     }
     Ok(0)
 }
