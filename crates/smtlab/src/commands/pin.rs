@@ -19,7 +19,8 @@ with pthread_create (k from 0) on CPU number k+1, wrapping around (round robin),
 likwid-pin does. Children inherit the pinning: each exec'd child pins its own main \
 thread to the first CPU and counts its threads from 0. When the program ends, a table \
 on stderr shows where every thread was pinned and last ran; stdout stays the program's. \
-The exit code is the program's (128+N if killed by signal N).
+The exit code is the program's (128+N if killed by signal N). OMP_NUM_THREADS is set to \
+the number of listed CPUs unless already set (as likwid-pin does).
 
 Examples:
   smtlab pin -c 0,2 -- ./a.out                  main on 0, first thread on 2, next on 0 ...
