@@ -220,8 +220,7 @@ pub fn thread_affinity(tid: i32) -> io::Result<CpuSet> {
 
 /// This process's effective user id (to check who owns a directory).
 pub fn euid() -> u32 {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 /// True if the filesystem holding `path` is mounted `noexec` (a shared

@@ -201,51 +201,37 @@ fn malformed_cpu_expressions_exit_2_naming_the_token() {
     assert_usage_error(&["place", "-n", "2", "-p", "smt:x"], "smt:x");
 }
 
+/// The CPUs `smtlab place --json` gives `n` workers under `policy` on `machine`.
+fn placed_cpus(machine: &str, policy: &str, n: usize) -> Vec<u64> {
+    let doc = json(&[
+        "place",
+        "--synthetic",
+        machine,
+        "-n",
+        &n.to_string(),
+        "-p",
+        policy,
+        "--json",
+    ]);
+    doc["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect()
+}
+
 #[test]
 fn t2_pinning_plan_one_core_versus_eight_cores() {
     let t2 = "core:8 pu:8";
-    let one = json(&[
-        "place",
-        "--synthetic",
-        t2,
-        "-n",
-        "8",
-        "-p",
-        "smt:0",
-        "--json",
-    ]);
-    let cpus: Vec<u64> = one["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_u64().unwrap())
-        .collect();
+    let eight: Vec<u64> = (0..8).collect();
     assert_eq!(
-        cpus,
-        (0..8).collect::<Vec<u64>>(),
+        placed_cpus(t2, "smt:0", 8),
+        eight,
         "8 threads on core 0's PUs"
     );
-    let spread = json(&[
-        "place",
-        "--synthetic",
-        t2,
-        "-n",
-        "8",
-        "-p",
-        "core",
-        "--json",
-    ]);
-    let cpus: Vec<u64> = spread["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        cpus,
-        (0..8).map(|c| c * 8).collect::<Vec<u64>>(),
-        "first PU of 8 cores"
-    );
+    let firsts: Vec<u64> = (0..8).map(|c| c * 8).collect();
+    assert_eq!(placed_cpus(t2, "core", 8), firsts, "first PU of 8 cores");
     let over = json(&[
         "place",
         "--synthetic",
