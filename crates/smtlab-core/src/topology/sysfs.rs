@@ -502,4 +502,123 @@ mod tests {
         assert!(t.notes.iter().any(|n| n.contains("no cache information")));
         assert!(t.notes.iter().any(|n| n.contains("one node")));
     }
+
+    /// Write `text` to `root/rel`, creating directories.
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// A machine with sparse CPU numbers (0, 4, 9, 130), SMT pairs 0+130 and
+    /// 4+9, core ids repeated in two packages, list-only files (no masks), an
+    /// offline CPU without topology, and a cgroup v2 cpuset set on a parent
+    /// cgroup only. (Cores sharing an L2 are covered by the real dumps.)
+    fn sparse_root(root: &Path) {
+        let cpu = "sys/devices/system/cpu";
+        for (os, pkg, core, sibs) in [
+            (0, 0, 0, "0,130"),
+            (130, 0, 0, "0,130"),
+            (4, 1, 0, "4,9"),
+            (9, 1, 0, "4,9"),
+        ] {
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/physical_package_id"),
+                &format!("{pkg}\n"),
+            );
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/core_id"),
+                &format!("{core}\n"),
+            );
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/thread_siblings_list"),
+                sibs,
+            );
+            put(root, &format!("{cpu}/cpu{os}/cache/index0/level"), "2");
+            put(root, &format!("{cpu}/cpu{os}/cache/index0/type"), "Unified");
+            put(root, &format!("{cpu}/cpu{os}/cache/index0/size"), "1024K");
+            let l2 = if pkg == 0 { "0,130" } else { "4,9" };
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/cache/index0/shared_cpu_list"),
+                l2,
+            );
+        }
+        // CPU 77 exists but is offline, without a topology directory.
+        put(root, &format!("{cpu}/cpu77/online"), "0\n");
+        put(root, &format!("{cpu}/online"), "0,4,9,130\n");
+        put(root, "sys/devices/system/node/node0/cpulist", "0,130");
+        put(root, "sys/devices/system/node/node2/cpulist", "4,9");
+        put(
+            root,
+            "sys/devices/system/node/node2/meminfo",
+            "Node 2 MemTotal: 2048 kB\n",
+        );
+        put(root, "proc/self/cgroup", "0::/app.slice/job.scope\n");
+        put(
+            root,
+            "proc/mounts",
+            "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n",
+        );
+        put(
+            root,
+            "sys/fs/cgroup/app.slice/cpuset.cpus.effective",
+            "0,4,130\n",
+        );
+        put(root, "sys/fs/cgroup/app.slice/cpuset.mems.effective", "2\n");
+        fs::create_dir_all(root.join("sys/fs/cgroup/app.slice/job.scope")).unwrap();
+    }
+
+    #[test]
+    fn sparse_numbering_repeated_core_ids_and_cgroup_v2_walk_up() {
+        let dir = tempfile::tempdir().unwrap();
+        sparse_root(dir.path());
+        let t = read_root(dir.path()).unwrap();
+        assert_eq!(t.all().to_list(), "0,4,9,77,130");
+        assert_eq!(t.online().to_list(), "0,4,9,130");
+        assert_eq!(t.allowed().to_list(), "0,4,130");
+        assert_eq!(
+            t.cpuset_source.as_deref(),
+            Some("/sys/fs/cgroup/app.slice/cpuset.cpus.effective")
+        );
+        assert_eq!(t.packages.len(), 2);
+        assert_eq!(t.cores.len(), 2, "core id 0 in both packages is two cores");
+        assert_eq!(t.cores[0].cpus.to_list(), "0,130");
+        assert_eq!(t.cores[1].cpus.to_list(), "4,9");
+        assert_eq!(t.pu(77).unwrap().core, None);
+        assert!(!t.pu(77).unwrap().online);
+        // Logical order follows the tree: P#130 is L#1, before P#4.
+        assert_eq!(t.pu(130).unwrap().logical_index, Some(1));
+        assert_eq!(t.pu(4).unwrap().logical_index, Some(2));
+        assert_eq!(t.caches.len(), 2);
+        let nodes: Vec<(u32, bool, Option<u64>)> = t
+            .numa_nodes
+            .iter()
+            .map(|n| (n.os_index, n.allowed, n.memory_bytes))
+            .collect();
+        assert_eq!(nodes, [(0, false, None), (2, true, Some(2 << 20))]);
+        assert_eq!(t.pu(9).unwrap().numa, Some(1));
+    }
+
+    #[test]
+    fn cgroup_v1_cpuset_is_read_through_proc_self_cgroup() {
+        let dir = tempfile::tempdir().unwrap();
+        sparse_root(dir.path());
+        put(dir.path(), "proc/self/cgroup", "3:cpuset:/batch\n0::/\n");
+        put(
+            dir.path(),
+            "proc/mounts",
+            "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n",
+        );
+        put(
+            dir.path(),
+            "sys/fs/cgroup/cpuset/batch/cpuset.effective_cpus",
+            "9,130",
+        );
+        let t = read_root(dir.path()).unwrap();
+        assert_eq!(t.allowed().to_list(), "9,130");
+    }
 }
