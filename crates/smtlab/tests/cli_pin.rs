@@ -3,6 +3,8 @@
 //! Tests that pin to CPU 1 need CPUs 0 and 1 (development machines have
 //! exactly those); elsewhere they print why they were skipped and pass.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -38,7 +40,9 @@ fn two_cpus() -> bool {
     let a = allowed_cpus();
     let ok = a.contains(&0) && a.contains(&1);
     if !ok {
-        eprintln!("skipped: needs 2 online CPUs (0 and 1); allowed here: {a:?}");
+        support::skip(&format!(
+            "needs 2 online CPUs (0 and 1); allowed here: {a:?}"
+        ));
     }
     ok
 }
@@ -53,7 +57,7 @@ fn python() -> Option<PathBuf> {
     if out.status.success() && p.is_absolute() {
         Some(p)
     } else {
-        eprintln!("skipped: needs python3");
+        support::skip("needs python3");
         None
     }
 }
@@ -74,7 +78,7 @@ fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Option<PathBuf>
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: cannot compile a C program with cc {extra:?}");
+        support::skip(&format!("cannot compile a C program with cc {extra:?}"));
         return None;
     }
     Some(exe)

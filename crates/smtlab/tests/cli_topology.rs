@@ -1,6 +1,8 @@
 //! `smtlab topology` and `smtlab place` from the outside: output, JSON,
 //! exit codes.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
@@ -55,7 +57,7 @@ fn this_machine_agrees_with_hwloc() {
         hwloc_count("core"),
         hwloc_count("pu"),
     ) else {
-        eprintln!("skipped: hwloc-calc not installed (Debian package hwloc)");
+        support::skip("hwloc-calc not installed (Debian package hwloc)");
         return;
     };
     let out = smtlab().arg("topology").output().unwrap();
