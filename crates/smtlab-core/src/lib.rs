@@ -17,6 +17,8 @@ pub mod cpu_expr;
 pub mod cpuset;
 pub mod pin;
 pub mod placement;
+pub mod plan;
+pub mod sample;
 pub mod sys;
 pub mod topology;
 
