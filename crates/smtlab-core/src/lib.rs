@@ -15,12 +15,26 @@
 
 pub mod cpu_expr;
 pub mod cpuset;
+pub mod doctor;
+pub mod engine;
+pub mod execute;
+pub mod measure;
 pub mod pin;
 pub mod placement;
 pub mod plan;
 pub mod sample;
+pub mod schedule;
+pub mod stats;
+pub mod store;
+pub mod summary;
 pub mod sys;
 pub mod topology;
+pub mod workload;
+pub mod workloads;
 
 pub use cpuset::CpuSet;
 pub use topology::Topology;
+
+/// The commit smtlab was built from (`-dirty` with local changes), or
+/// `unknown` outside a git checkout.
+pub const GIT_COMMIT: &str = env!("SMTLAB_GIT_COMMIT");

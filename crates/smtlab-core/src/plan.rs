@@ -60,7 +60,9 @@ impl FromStr for Model {
             "process" | "processes" => Ok(Model::Process),
             other => {
                 let Some(shape) = other.strip_prefix("hybrid:") else {
-                    return Err(err("expected thread, process or hybrid:PxT (e.g. hybrid:2x4)"));
+                    return Err(err(
+                        "expected thread, process or hybrid:PxT (e.g. hybrid:2x4)",
+                    ));
                 };
                 let (p, t) = shape
                     .split_once('x')
@@ -153,4 +155,108 @@ pub struct Point {
     pub alloc: String,
     pub mode: Mode,
     pub metric: Metric,
+}
+
+/// `--metric NAME=REGEX`: a number a user command prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetricSpec {
+    pub name: String,
+    pub regex: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+/// A validated `run` configuration: what to sweep and how to measure. Stored
+/// with the run, so `--resume` rebuilds exactly the same plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub programs: Vec<Program>,
+    pub models: Vec<Model>,
+    pub placements: Vec<String>,
+    pub threads: Vec<usize>,
+    pub allocs: Vec<String>,
+    pub spawn: Spawn,
+    pub mode: Mode,
+    pub metric: Option<MetricSpec>,
+    pub warmup: usize,
+    pub min_samples: usize,
+    pub max_samples: usize,
+    /// Target relative half-width of the 95% CI of the primary metric.
+    pub precision: f64,
+    /// Most time to spend on one point, seconds.
+    pub max_time_s: f64,
+    pub timeout_s: Option<f64>,
+    pub seed: u64,
+    pub counters: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("--placement: {0}")]
+    Placement(#[from] crate::placement::PlacementError),
+    #[error("--model {model}: {reason}")]
+    Model { model: String, reason: String },
+    #[error("--threads: {0}")]
+    Threads(String),
+}
+
+/// Expand a run configuration into its points, in a fixed order:
+/// program, allocator, model, placement, N.
+pub fn expand(topo: &crate::Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> {
+    use crate::placement::{place, Policy};
+    let mut points = Vec::new();
+    for program in &spec.programs {
+        let metric = metric_of(program, spec);
+        for alloc in &spec.allocs {
+            for &model in &spec.models {
+                for placement in &spec.placements {
+                    let policy: Policy = placement.parse()?;
+                    let counts: Vec<usize> = match model {
+                        Model::Hybrid { processes, threads } => vec![processes * threads],
+                        _ => spec.threads.clone(),
+                    };
+                    for n in counts {
+                        if n == 0 {
+                            return Err(PlanError::Threads("0 workers; use 1 or more".into()));
+                        }
+                        let placed = place(topo, &policy, n)?;
+                        points.push(Point {
+                            index: points.len(),
+                            program: program.clone(),
+                            model,
+                            spawn: spec.spawn,
+                            placement: placement.clone(),
+                            workers: n,
+                            cpus: placed.cpus,
+                            oversubscription: placed.oversubscription,
+                            alloc: alloc.clone(),
+                            mode: spec.mode,
+                            metric: metric.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(points)
+}
+
+fn metric_of(program: &Program, spec: &RunSpec) -> Metric {
+    match (program, &spec.metric, spec.mode) {
+        (Program::Command { .. }, Some(m), _) => Metric {
+            name: m.name.clone(),
+            unit: m.unit.clone(),
+            higher_is_better: m.higher_is_better,
+        },
+        (Program::Builtin { .. }, _, Mode::FixedTime { .. }) => Metric {
+            name: "throughput".into(),
+            unit: "ops/s".into(),
+            higher_is_better: true,
+        },
+        _ => Metric {
+            name: "wall_time".into(),
+            unit: "s".into(),
+            higher_is_better: false,
+        },
+    }
 }

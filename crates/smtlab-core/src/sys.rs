@@ -62,6 +62,26 @@ fn nix_set(cpus: &CpuSet) -> io::Result<NixCpuSet> {
 /// * start with the default action for [`FORWARDED_SIGNALS`] (smtlab's
 ///   forwarding handler must not run in the child between fork and exec).
 pub fn configure_child(cmd: &mut Command, cpus: Option<&CpuSet>) -> io::Result<()> {
+    configure_gated_child(cmd, cpus, None)
+}
+
+/// The descriptor on which a gated child finds its gate (see
+/// [`configure_gated_child`] and [`wait_at_gate`]).
+pub const GATE_FD: i32 = 3;
+
+/// [`configure_child`], and (if `gate` is given) hand the child the read end
+/// of a gate pipe as descriptor [`GATE_FD`]. The program exec'd is then
+/// `smtlab __gate PROGRAM...`, which blocks in [`wait_at_gate`] until the
+/// parent writes a byte (or closes the pipe) and then execs PROGRAM. The
+/// parent uses the pause to attach perf counters to the child's pid (with
+/// `enable_on_exec`) and to release several children at once. (Blocking in
+/// the pre-exec hook itself would deadlock: `Command::spawn` waits for the
+/// exec.)
+pub fn configure_gated_child(
+    cmd: &mut Command,
+    cpus: Option<&CpuSet>,
+    gate: Option<std::os::fd::RawFd>,
+) -> io::Result<()> {
     // Built here, in the parent: the child may not allocate.
     let mask = cpus.map(nix_set).transpose()?;
     let parent = nix::unistd::getpid();
@@ -79,13 +99,17 @@ pub fn configure_child(cmd: &mut Command, cpus: Option<&CpuSet>) -> io::Result<(
         if let Some(m) = &mask {
             sched_setaffinity(Pid::from_raw(0), m)?;
         }
+        if let Some(fd) = gate {
+            // dup2 clears close-on-exec on the copy, so it survives exec.
+            nix::unistd::dup2(fd, GATE_FD)?;
+        }
         Ok(())
     };
     // SAFETY: `hook` runs in the forked child before exec, where only
     // async-signal-safe operations are allowed. It allocates nothing (the
     // mask and the SIG_DFL action were built in the parent; `io::Error`s from
     // raw OS errors do not allocate) and only makes the system calls
-    // sigaction, prctl, getppid and sched_setaffinity.
+    // sigaction, prctl, getppid, sched_setaffinity and dup2.
     unsafe {
         cmd.pre_exec(hook);
     }
@@ -228,4 +252,131 @@ pub fn euid() -> u32 {
 pub fn is_noexec(path: &std::path::Path) -> io::Result<bool> {
     let st = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
     Ok(st.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC))
+}
+
+/// Seconds on CLOCK_MONOTONIC: one clock for every process on the machine,
+/// so windows measured in different worker processes can be compared.
+pub fn monotonic_s() -> f64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("CLOCK_MONOTONIC is always available on Linux");
+    t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9
+}
+
+/// How a child ended, as `wait4` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildEnd {
+    Exited(i32),
+    Signaled(i32),
+}
+
+/// Wait for `pid` to end (blocking) and return how, with its resource usage
+/// (and that of its own waited-for children): what `getrusage(RUSAGE_CHILDREN)`
+/// cannot give per child.
+pub fn wait4(pid: i32) -> io::Result<(ChildEnd, libc::rusage)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `usage` are valid, writable and live for the
+        // call; wait4 writes only into them.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let end = if libc::WIFSIGNALED(status) {
+        ChildEnd::Signaled(libc::WTERMSIG(status))
+    } else {
+        ChildEnd::Exited(libc::WEXITSTATUS(status))
+    };
+    Ok((end, usage))
+}
+
+/// Fork a child that runs `child` and exits with its return code, never
+/// returning into the caller's code. Used for prefork-style workers
+/// (`--spawn fork`). The child gets PDEATHSIG=SIGKILL like exec'd workers.
+///
+/// Call it only while the calling process has a single thread: after
+/// `fork` only the calling thread exists in the child, and a lock held by
+/// another thread at that moment would stay locked forever.
+pub fn fork_child(child: impl FnOnce() -> i32) -> io::Result<i32> {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the caller guarantees the process is single-threaded (see the
+    // doc comment), so the child may run arbitrary code, including
+    // allocation, after fork.
+    match unsafe { nix::unistd::fork() }.map_err(io::Error::from)? {
+        nix::unistd::ForkResult::Parent { child } => Ok(child.as_raw()),
+        nix::unistd::ForkResult::Child => {
+            let code = (|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).ok()?;
+                if nix::unistd::getppid() != parent {
+                    return None;
+                }
+                Some(child())
+            })()
+            .unwrap_or(1);
+            // Flush what Rust buffered, then leave without running the
+            // parent's atexit handlers or destructors a second time.
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            // SAFETY: _exit is always safe to call; it ends the process.
+            unsafe { libc::_exit(code) }
+        }
+    }
+}
+
+/// Ignore SIGINT in a worker: Ctrl-C reaches the whole foreground process
+/// group, and it is smtlab, not the worker, that decides how to stop.
+pub fn ignore_sigint() -> io::Result<()> {
+    let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+    // SAFETY: installing SIG_IGN cannot violate any handler invariant.
+    unsafe { signal::sigaction(Signal::SIGINT, &ignore) }.map_err(io::Error::from)?;
+    Ok(())
+}
+
+/// Send `sig` to a process; a process that is already gone is not an error.
+pub fn kill(pid: i32, sig: Signal) {
+    let _ = signal::kill(Pid::from_raw(pid), sig);
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    // Async-signal-safe: one atomic store, and (on the second Ctrl-C) restore
+    // the default action so a third one kills smtlab outright.
+    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        // SAFETY: signal(2) with SIG_DFL is async-signal-safe.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+}
+
+/// Make SIGINT and SIGTERM set a flag instead of killing smtlab, so a run
+/// can stop cleanly: the current sample's workers are killed, everything
+/// measured stays committed, the run is marked interrupted. Returns the flag.
+pub fn interrupt_flag() -> io::Result<&'static AtomicBool> {
+    let act = SigAction::new(
+        SigHandler::Handler(on_interrupt),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for s in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: `on_interrupt` only touches an atomic and calls signal(2),
+        // both async-signal-safe.
+        unsafe { signal::sigaction(s, &act) }.map_err(io::Error::from)?;
+    }
+    Ok(&INTERRUPTED)
+}
+
+/// In `smtlab __gate`: block until the parent opens the gate (a byte or
+/// EOF on [`GATE_FD`]), then close it so the program exec'd next does not
+/// inherit it.
+pub fn wait_at_gate() {
+    let mut byte = [0u8; 1];
+    // Any outcome (a byte, EOF, an error) releases the child.
+    let _ = nix::unistd::read(GATE_FD, &mut byte);
+    let _ = nix::unistd::close(GATE_FD);
 }

@@ -25,6 +25,23 @@ enum Command {
     Place(commands::place::PlaceArgs),
     /// Run a program with its threads pinned one by one to a CPU list
     Pin(commands::pin::PinArgs),
+    /// Measure a workload or command across models, placements and thread counts
+    Run(Box<commands::run::RunArgs>),
+    /// List the runs in a store
+    Runs(commands::runs::RunsArgs),
+    /// Show one stored run: how it was made, the machine, the results
+    Show(commands::show::ShowArgs),
+    /// A worker process of a built-in workload (internal)
+    #[command(name = "__worker", hide = true)]
+    Worker,
+    /// Wait for smtlab's go, then exec a program (internal)
+    #[command(name = "__gate", hide = true)]
+    Gate {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        program: Vec<std::ffi::OsString>,
+    },
+    /// Show what this machine can and cannot measure, and how to fix each gap
+    Doctor(commands::doctor::DoctorArgs),
 }
 
 /// Parse the command line and run the command; clap's own errors (unknown
@@ -35,5 +52,11 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Topology(a) => commands::topology::run(a),
         Command::Place(a) => commands::place::run(a),
         Command::Pin(a) => commands::pin::run(a),
+        Command::Run(a) => commands::run::run(*a),
+        Command::Runs(a) => commands::runs::run(a),
+        Command::Show(a) => commands::show::run(a),
+        Command::Worker => commands::worker::run(),
+        Command::Gate { program } => commands::gate::run(program),
+        Command::Doctor(a) => commands::doctor::run(a),
     }
 }

@@ -1,6 +1,13 @@
 //! One module per subcommand.
 
+pub mod doctor;
+pub mod gate;
 pub mod pin;
 pub mod place;
+pub mod results;
+pub mod run;
+pub mod runs;
+pub mod show;
 pub mod topology;
 pub mod topology_source;
+pub mod worker;

@@ -31,4 +31,10 @@ impl TopologySource {
             None => sysfs::read_live().map_err(|e| anyhow::anyhow!(e)),
         }
     }
+
+    /// True when the topology is this machine (the only one smtlab can
+    /// measure; the others are for plans).
+    pub fn is_live(&self) -> bool {
+        self.fsroot.is_none() && self.synthetic.is_none()
+    }
 }

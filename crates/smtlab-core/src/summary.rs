@@ -1,0 +1,166 @@
+//! Per-point results of a stored run: statistics of the primary metric over
+//! the successful measured samples (warm-ups excluded), failures with their
+//! reasons, and the median of every counter. Read from the store, so `run`,
+//! `show` and `--resume` all report the same numbers.
+
+use serde::Serialize;
+
+use crate::plan::Point;
+use crate::sample::{CounterScope, CounterStatus, Sample, SampleStatus};
+use crate::stats::{self, Summary};
+use crate::store::{Store, StoreError};
+
+/// A counter over a point's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterSummary {
+    pub name: String,
+    pub scope: CounterScope,
+    pub status: CounterStatus,
+    /// Median over samples of the per-sample total (summed over threads).
+    pub median: Option<f64>,
+    /// Lowest fraction of time a counter was actually counting
+    /// (multiplexing); 1.0 when never multiplexed.
+    pub min_fraction_running: Option<f64>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    pub point_id: i64,
+    pub point: Point,
+    /// Successful measured samples: the statistics' `n`.
+    pub samples: usize,
+    pub warmups: usize,
+    pub failed: usize,
+    pub summary: Option<Summary>,
+    /// Seqs flagged as outliers.
+    pub outliers: Vec<usize>,
+    /// Distinct reasons of failed samples.
+    pub failures: Vec<String>,
+    pub counters: Vec<CounterSummary>,
+    /// Medians of the resource usage over successful measured samples.
+    pub user_s: Option<f64>,
+    pub sys_s: Option<f64>,
+    pub voluntary_cs: Option<f64>,
+    pub involuntary_cs: Option<f64>,
+    pub minor_faults: Option<f64>,
+    pub migrations: Option<f64>,
+    pub peak_rss_kb: Option<f64>,
+    pub pss_kb: Option<f64>,
+    /// Per-worker operations (median over samples), for fairness.
+    pub worker_ops: Vec<f64>,
+}
+
+fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| stats::median(&v))
+}
+
+/// Summaries of every point of `run_id`, in plan order.
+pub fn point_reports(
+    store: &Store,
+    run_id: i64,
+    seed: u64,
+) -> Result<Vec<PointReport>, StoreError> {
+    let mut out = Vec::new();
+    for (point_id, point) in store.points(run_id)? {
+        let samples = store.samples(point_id)?;
+        out.push(report(point_id, point, &samples, seed));
+    }
+    Ok(out)
+}
+
+/// The summary of one point from its samples.
+pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> PointReport {
+    let measured: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();
+    let ok: Vec<&Sample> = measured
+        .iter()
+        .copied()
+        .filter(|s| s.status == SampleStatus::Ok && s.metric.is_some())
+        .collect();
+    let values: Vec<f64> = ok.iter().filter_map(|s| s.metric).collect();
+    let summary = (!values.is_empty()).then(|| stats::summarize(&values, seed));
+    let outliers = summary
+        .as_ref()
+        .map(|s| s.outliers.iter().map(|&i| ok[i].seq).collect())
+        .unwrap_or_default();
+    let mut failures: Vec<String> = Vec::new();
+    for s in samples.iter().filter(|s| s.status != SampleStatus::Ok) {
+        let r = format!(
+            "{}: {}",
+            s.status.as_str(),
+            s.reason.as_deref().unwrap_or("no reason given")
+        );
+        if !failures.contains(&r) {
+            failures.push(r);
+        }
+    }
+    let mut counters = Vec::new();
+    if let Some(first) = ok.first() {
+        for c in &first.counters {
+            let mine: Vec<_> = ok
+                .iter()
+                .filter_map(|s| {
+                    s.counters
+                        .iter()
+                        .find(|x| x.name == c.name && x.scope == c.scope)
+                })
+                .collect();
+            let all_ok = mine.iter().all(|x| x.status == CounterStatus::Ok);
+            counters.push(CounterSummary {
+                name: c.name.clone(),
+                scope: c.scope,
+                status: mine
+                    .iter()
+                    .map(|x| x.status)
+                    .find(|s| *s != CounterStatus::Ok)
+                    .unwrap_or(CounterStatus::Ok),
+                median: if all_ok {
+                    median_of(mine.iter().map(|x| x.value))
+                } else {
+                    None
+                },
+                min_fraction_running: mine
+                    .iter()
+                    .filter_map(|x| x.fraction_running)
+                    .reduce(f64::min),
+                reason: mine.iter().find_map(|x| x.reason.clone()),
+            });
+        }
+    }
+    let workers = point.workers;
+    let worker_ops = (0..workers)
+        .map(|w| {
+            median_of(ok.iter().map(|s| {
+                s.workers
+                    .iter()
+                    .find(|x| x.worker == w)
+                    .map(|x| x.ops as f64)
+            }))
+            .unwrap_or(0.0)
+        })
+        .collect();
+    PointReport {
+        point_id,
+        samples: ok.len(),
+        warmups: samples.iter().filter(|s| s.warmup).count(),
+        failed: samples
+            .iter()
+            .filter(|s| s.status != SampleStatus::Ok)
+            .count(),
+        summary,
+        outliers,
+        failures,
+        counters,
+        user_s: median_of(ok.iter().map(|s| s.usage.user_s)),
+        sys_s: median_of(ok.iter().map(|s| s.usage.sys_s)),
+        voluntary_cs: median_of(ok.iter().map(|s| s.usage.voluntary_cs.map(|v| v as f64))),
+        involuntary_cs: median_of(ok.iter().map(|s| s.usage.involuntary_cs.map(|v| v as f64))),
+        minor_faults: median_of(ok.iter().map(|s| s.usage.minor_faults.map(|v| v as f64))),
+        migrations: median_of(ok.iter().map(|s| s.usage.migrations.map(|v| v as f64))),
+        peak_rss_kb: median_of(ok.iter().map(|s| s.usage.peak_rss_kb.map(|v| v as f64))),
+        pss_kb: median_of(ok.iter().map(|s| s.usage.pss_kb.map(|v| v as f64))),
+        worker_ops,
+        point,
+    }
+}

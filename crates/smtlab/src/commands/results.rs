@@ -1,0 +1,395 @@
+//! Rendering of plans and run results, shared by `run` and `show`: the
+//! terminal tables and the stable JSON document.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+use smtlab_core::plan::{Point, Program};
+use smtlab_core::sample::{CounterScope, CounterStatus};
+use smtlab_core::store::RunStatus;
+use smtlab_core::summary::{CounterSummary, PointReport};
+
+/// A number with 4 significant digits and an SI prefix (`1.235 M`), or a
+/// time in s/ms/µs.
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".to_string();
+    }
+    let sig = |x: f64| {
+        let digits = if x.abs() >= 100.0 {
+            1
+        } else if x.abs() >= 10.0 {
+            2
+        } else {
+            3
+        };
+        format!("{x:.digits$}")
+    };
+    if unit == "s" {
+        return match v.abs() {
+            a if a >= 1.0 => format!("{} s", sig(v)),
+            a if a >= 1e-3 => format!("{} ms", sig(v * 1e3)),
+            _ => format!("{} µs", sig(v * 1e6)),
+        };
+    }
+    let (div, p) = match v.abs() {
+        a if a >= 1e9 => (1e9, " G"),
+        a if a >= 1e6 => (1e6, " M"),
+        a if a >= 1e3 => (1e3, " k"),
+        _ => (1.0, " "),
+    };
+    format!("{}{p}{unit}", sig(v / div)).trim_end().to_string()
+}
+
+fn cpus_text(p: &Point) -> String {
+    match &p.cpus {
+        None => "-".into(),
+        Some(c) => {
+            let mut seen = Vec::new();
+            for x in c {
+                if !seen.contains(x) {
+                    seen.push(*x);
+                }
+            }
+            let s: Vec<String> = seen.iter().map(|x| x.to_string()).collect();
+            let mut t = s.join(",");
+            if t.len() > 24 {
+                t.truncate(21);
+                t.push_str("...");
+            }
+            t
+        }
+    }
+}
+
+/// `--dry-run`: every point and its CPUs.
+pub fn render_plan(points: &[Point]) -> String {
+    let mut s = String::new();
+    writeln!(s, "{} points:", points.len()).unwrap();
+    writeln!(
+        s,
+        "{:>4}  {:<12} {:<14} {:<10} {:>4}  {:<9} {:<7}  cpus",
+        "#", "program", "model", "placement", "N", "alloc", "oversub"
+    )
+    .unwrap();
+    for p in points {
+        writeln!(
+            s,
+            "{:>4}  {:<12} {:<14} {:<10} {:>4}  {:<9} {:<7.2}  {}",
+            p.index,
+            p.program.label(),
+            p.model.to_string(),
+            p.placement,
+            p.workers,
+            p.alloc,
+            p.oversubscription,
+            p.cpus.as_ref().map_or("not pinned".to_string(), |c| {
+                c.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// The results table of a run, then counters and failures.
+pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> String {
+    let mut s = String::new();
+    let samples: usize = reports.iter().map(|r| r.samples).sum();
+    let failed: usize = reports.iter().map(|r| r.failed).sum();
+    writeln!(
+        s,
+        "run {run_id} ({}): {} points, {samples} measured samples, {failed} failed",
+        status.as_str(),
+        reports.len()
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "{:>3}  {:<10} {:<13} {:<9} {:>3} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
+        "#", "program", "model", "placement", "N", "cpus", "n", "median", "95% CI", "±", "out"
+    )
+    .unwrap();
+    for r in reports {
+        let p = &r.point;
+        let unit = &p.metric.unit;
+        let (median, ci, pm) = match &r.summary {
+            Some(sm) => (
+                fmt_value(sm.median, unit),
+                sm.ci95.map_or("-".to_string(), |(lo, hi)| {
+                    format!("[{}, {}]", fmt_value(lo, unit), fmt_value(hi, unit))
+                }),
+                sm.ci_half_width_rel
+                    .map_or("-".to_string(), |h| format!("{:.1}%", h * 100.0)),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        writeln!(
+            s,
+            "{:>3}  {:<10} {:<13} {:<9} {:>3} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
+            p.index,
+            p.program.label(),
+            p.model.to_string(),
+            p.placement,
+            p.workers,
+            cpus_text(p),
+            r.samples,
+            median,
+            ci,
+            pm,
+            r.outliers.len()
+        )
+        .unwrap();
+    }
+    if let Some(first) = reports.first() {
+        let m = &first.point.metric;
+        writeln!(
+            s,
+            "metric: {} ({}, {} is better); n = successful measured samples, ± = 95% CI half-width of the median",
+            m.name,
+            if m.unit.is_empty() { "-" } else { &m.unit },
+            if m.higher_is_better { "higher" } else { "lower" }
+        )
+        .unwrap();
+    }
+    s.push_str(&render_counters(reports));
+    for r in reports.iter().filter(|r| !r.failures.is_empty()) {
+        writeln!(s, "point {}: {} sample(s) not ok:", r.point.index, r.failed).unwrap();
+        for f in r.failures.iter().take(3) {
+            writeln!(s, "  {f}").unwrap();
+        }
+        if r.failures.len() > 3 {
+            writeln!(
+                s,
+                "  ... and {} more (smtlab show --json)",
+                r.failures.len() - 3
+            )
+            .unwrap();
+        }
+    }
+    s
+}
+
+/// The counters people read first, per point (medians per sample, summed
+/// over threads, user + kernel where both were counted), then the ones this
+/// machine cannot count, with why. Every counter is in `show --json`.
+fn render_counters(reports: &[PointReport]) -> String {
+    const SHOWN: [(&str, &str); 7] = [
+        ("cycles", "cycles"),
+        ("instructions", "instr"),
+        ("cache-misses", "cache-miss"),
+        ("dTLB-load-misses", "dTLB-miss"),
+        ("context-switches", "ctx-sw"),
+        ("cpu-migrations", "migr"),
+        ("page-faults", "faults"),
+    ];
+    let mut s = String::new();
+    let mut unsupported: Vec<(String, String)> = Vec::new();
+    let mut any = false;
+    for r in reports {
+        let mut parts = Vec::new();
+        let mut min_fraction = 1.0f64;
+        for (name, short) in SHOWN {
+            if let Some(v) = total(&r.counters, name) {
+                parts.push(format!("{short} {}", fmt_value(v, "")));
+            }
+        }
+        if let (Some(i), Some(c)) = (
+            total(&r.counters, "instructions"),
+            total(&r.counters, "cycles"),
+        ) {
+            if c > 0.0 {
+                parts.insert(0, format!("IPC {:.2}", i / c));
+            }
+        }
+        for c in &r.counters {
+            if let Some(f) = c.min_fraction_running {
+                min_fraction = min_fraction.min(f);
+            }
+            if c.status != CounterStatus::Ok || c.median.is_none() {
+                let name = format!("{}{}", c.name, scope_suffix(c.scope));
+                if !unsupported.iter().any(|(n, _)| *n == name) {
+                    unsupported.push((name, reason(c)));
+                }
+            }
+        }
+        if !parts.is_empty() {
+            if !any {
+                writeln!(s, "counters (median per sample, all threads, user+kernel; all of them: show --json):").unwrap();
+                any = true;
+            }
+            let mux = if min_fraction < 0.999 {
+                format!(
+                    " (multiplexed, scaled: counted {:.0}% of the time at least)",
+                    min_fraction * 100.0
+                )
+            } else {
+                String::new()
+            };
+            writeln!(s, "  #{}: {}{mux}", r.point.index, parts.join(", ")).unwrap();
+        }
+    }
+    if !unsupported.is_empty() {
+        // Group by reason: usually one reason covers every hardware event.
+        let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
+        for (n, why) in unsupported {
+            match by_reason.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, names)) => names.push(n),
+                None => by_reason.push((why, vec![n])),
+            }
+        }
+        for (why, names) in by_reason {
+            writeln!(s, "not measured here: {} ({why})", names.join(", ")).unwrap();
+        }
+    }
+    s
+}
+
+/// A counter's median, adding the user and kernel scopes when both have
+/// values; `None` when it has no value at all.
+fn total(counters: &[CounterSummary], name: &str) -> Option<f64> {
+    let get = |scope: CounterScope| {
+        counters
+            .iter()
+            .find(|c| c.name == name && c.scope == scope && c.status == CounterStatus::Ok)
+            .and_then(|c| c.median)
+    };
+    match (
+        get(CounterScope::All),
+        get(CounterScope::User),
+        get(CounterScope::Kernel),
+    ) {
+        (Some(a), _, _) => Some(a),
+        (None, Some(u), Some(k)) => Some(u + k),
+        (None, Some(u), None) => Some(u),
+        _ => None,
+    }
+}
+
+fn scope_suffix(scope: CounterScope) -> &'static str {
+    match scope {
+        CounterScope::All => "",
+        CounterScope::User => ":u",
+        CounterScope::Kernel => ":k",
+    }
+}
+
+fn reason(c: &CounterSummary) -> String {
+    let status = match c.status {
+        CounterStatus::Ok => "ok",
+        CounterStatus::Unsupported => "unsupported",
+        CounterStatus::NotPermitted => "not permitted",
+        CounterStatus::Error => "error",
+    };
+    match &c.reason {
+        Some(r) => format!("{status}: {r}"),
+        None => status.to_string(),
+    }
+}
+
+#[derive(Serialize)]
+struct PointJson<'a> {
+    index: usize,
+    program: &'a Program,
+    workload: String,
+    model: String,
+    processes: usize,
+    threads_per_process: usize,
+    placement: &'a str,
+    threads: usize,
+    cpus: &'a Option<Vec<u32>>,
+    oversubscription: f64,
+    alloc: &'a str,
+    samples: usize,
+    warmups: usize,
+    failed: usize,
+    metric: &'a str,
+    unit: &'a str,
+    higher_is_better: bool,
+    median: Option<f64>,
+    mean: Option<f64>,
+    stddev: Option<f64>,
+    ci95: Option<[f64; 2]>,
+    outliers: &'a [usize],
+    failures: &'a [String],
+    counters: &'a [CounterSummary],
+    user_s: Option<f64>,
+    sys_s: Option<f64>,
+    voluntary_cs: Option<f64>,
+    involuntary_cs: Option<f64>,
+    minor_faults: Option<f64>,
+    migrations: Option<f64>,
+    peak_rss_kb: Option<f64>,
+    pss_kb: Option<f64>,
+    worker_ops: &'a [f64],
+}
+
+/// The stable JSON of a run's results (`schema: smtlab.run/1`).
+pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serde_json::Value {
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let points: Vec<PointJson> = reports
+        .iter()
+        .map(|r| {
+            let p = &r.point;
+            let (procs, tpp) = p.model.shape(p.workers);
+            PointJson {
+                index: p.index,
+                program: &p.program,
+                workload: p.program.label(),
+                model: p.model.to_string(),
+                processes: procs,
+                threads_per_process: tpp,
+                placement: &p.placement,
+                threads: p.workers,
+                cpus: &p.cpus,
+                oversubscription: p.oversubscription,
+                alloc: &p.alloc,
+                samples: r.samples,
+                warmups: r.warmups,
+                failed: r.failed,
+                metric: &p.metric.name,
+                unit: &p.metric.unit,
+                higher_is_better: p.metric.higher_is_better,
+                median: r.summary.as_ref().and_then(|s| finite(s.median)),
+                mean: r.summary.as_ref().and_then(|s| finite(s.mean)),
+                stddev: r.summary.as_ref().and_then(|s| finite(s.stddev)),
+                ci95: r.summary.as_ref().and_then(|s| s.ci95).map(|(a, b)| [a, b]),
+                outliers: &r.outliers,
+                failures: &r.failures,
+                counters: &r.counters,
+                user_s: r.user_s,
+                sys_s: r.sys_s,
+                voluntary_cs: r.voluntary_cs,
+                involuntary_cs: r.involuntary_cs,
+                minor_faults: r.minor_faults,
+                migrations: r.migrations,
+                peak_rss_kb: r.peak_rss_kb,
+                pss_kb: r.pss_kb,
+                worker_ops: &r.worker_ops,
+            }
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "smtlab.run/1",
+        "run_id": run_id,
+        "status": status.as_str(),
+        "points": points,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_value;
+
+    #[test]
+    fn values_have_four_significant_digits() {
+        assert_eq!(fmt_value(1_234_567.0, "ops/s"), "1.235 Mops/s");
+        assert_eq!(fmt_value(0.01234, "s"), "12.34 ms");
+        assert_eq!(fmt_value(2.5, "s"), "2.500 s");
+        assert_eq!(fmt_value(12.0, ""), "12.00");
+        assert_eq!(fmt_value(f64::NAN, "s"), "-");
+    }
+}

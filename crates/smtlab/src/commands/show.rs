@@ -1,0 +1,82 @@
+//! `smtlab show RUN`: one stored run: how it was made, on what machine, and
+//! its results.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use smtlab_core::store::Store;
+use smtlab_core::summary::point_reports;
+
+use super::results;
+use super::runs::utc;
+use crate::exit::usage;
+use crate::output;
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Run id (see `smtlab runs`), or `latest`
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// SQLite store
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    pub db: PathBuf,
+    /// Print JSON (the same document as `run --json`, plus the run record)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
+    let store = Store::open_existing(&a.db).map_err(usage)?;
+    let id = if a.run == "latest" {
+        store
+            .latest_run_id()?
+            .ok_or_else(|| usage(format!("RUN latest: {} holds no runs", a.db.display())))?
+    } else {
+        a.run.parse::<i64>().map_err(|_| {
+            usage(format!(
+                "RUN {}: expected a run id (see `smtlab runs`) or latest",
+                a.run
+            ))
+        })?
+    };
+    let rec = store.run(id).map_err(usage)?;
+    let reports = point_reports(&store, id, rec.seed)?;
+    if a.json {
+        let mut doc = results::run_json(id, rec.status, &reports);
+        doc["run"] = serde_json::to_value(&rec)?;
+        return output::print(&(serde_json::to_string_pretty(&doc)? + "\n")).map(|_| 0);
+    }
+    let mut s = String::new();
+    writeln!(s, "run {id}: {}", rec.command_line.join(" "))?;
+    writeln!(
+        s,
+        "  started {} UTC{}, smtlab {} ({}), seed {}",
+        utc(rec.started_at),
+        rec.finished_at
+            .map(|f| format!(", took {:.1} s", f - rec.started_at))
+            .unwrap_or_default(),
+        rec.version,
+        rec.git_commit.as_deref().unwrap_or("unknown commit"),
+        rec.seed
+    )?;
+    let h = serde_json::to_value(&rec.host)?;
+    let field = |k: &str| match &h[k] {
+        serde_json::Value::Null => "?".to_string(),
+        serde_json::Value::String(v) => v.clone(),
+        v => v.to_string(),
+    };
+    writeln!(
+        s,
+        "  host {}: {}, kernel {}, SMT {}, governor {}, THP {}, perf_event_paranoid {}",
+        field("hostname"),
+        field("cpu_model"),
+        field("kernel"),
+        field("smt"),
+        field("governor"),
+        field("thp"),
+        field("perf_event_paranoid")
+    )?;
+    s.push_str(&results::render_table(id, rec.status, &reports));
+    output::print(&s).map(|_| 0)
+}
