@@ -1,0 +1,555 @@
+//! `smtlab run`, `runs`, `show`: sweeps, the store, failures, Ctrl-C,
+//! kill -9 and resume. Each test has its own temporary store.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn smtlab() -> Command {
+    Command::cargo_bin("smtlab").unwrap()
+}
+
+fn exe() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("smtlab")
+}
+
+fn db(dir: &tempfile::TempDir) -> String {
+    dir.path().join("t.db").display().to_string()
+}
+
+/// Run smtlab and parse its stdout as JSON, insisting on success.
+fn json(args: &[&str]) -> Value {
+    let out = smtlab().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn points(doc: &Value) -> &Vec<Value> {
+    doc["points"].as_array().unwrap()
+}
+
+/// Processes whose environment carries `mark` (workers inherit it).
+fn processes_with_mark(mark: &str) -> Vec<u32> {
+    let needle = format!("SMTLAB_TEST_MARK={mark}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .filter(|pid| {
+            // A zombie waiting for its (already dead) parent is not running.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Samples committed so far (from `smtlab runs --json`).
+fn committed(db: &str) -> u64 {
+    let out = smtlab()
+        .args(["runs", "--json", "--db", db])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return 0;
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v.as_array()
+        .and_then(|a| a.first())
+        .and_then(|r| r["samples"].as_u64())
+        .unwrap_or(0)
+}
+
+fn wait_for_samples(db: &str, n: u64, child: &mut std::process::Child) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while committed(db) < n {
+        assert!(Instant::now() < until, "no {n} samples within 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "smtlab ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn two_cpus() -> bool {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        support::skip(&format!("needs 2 CPUs, this machine gives {n}"));
+    }
+    n >= 2
+}
+
+/// Every counter either has a value or says why not; never a silent zero.
+fn check_counters(point: &Value) {
+    for c in point["counters"].as_array().unwrap() {
+        match c["status"].as_str().unwrap() {
+            "ok" => assert!(c["median"].is_number(), "ok counter without a value: {c}"),
+            _ => assert!(
+                c["median"].is_null() && c["reason"].is_string(),
+                "counter without a value must say why: {c}"
+            ),
+        }
+    }
+    let sw = point["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "page-faults")
+        .expect("software counters are always planned");
+    assert!(
+        sw["status"] == "ok" || sw["reason"].is_string(),
+        "page-faults: {sw}"
+    );
+}
+
+#[test]
+fn spin_sweep_over_models_placements_and_threads_stores_every_sample() {
+    if !two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let doc = json(&[
+        "run",
+        "-w",
+        "spin",
+        "--model",
+        "thread,process",
+        "--placement",
+        "compact,scatter",
+        "--threads",
+        "1,2",
+        "--duration",
+        "60ms",
+        "--warmup",
+        "1",
+        "--min-samples",
+        "3",
+        "--max-samples",
+        "3",
+        "--seed",
+        "11",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(doc["schema"], "smtlab.run/1");
+    assert_eq!(doc["status"], "complete");
+    let pts = points(&doc);
+    assert_eq!(pts.len(), 8);
+    for p in pts {
+        assert_eq!(p["samples"], 3, "{p}");
+        assert_eq!(p["warmups"], 1);
+        assert_eq!(p["failed"], 0, "{p}");
+        assert_eq!(p["unit"], "ops/s");
+        let median = p["median"].as_f64().unwrap();
+        let ci = p["ci95"].as_array().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= median && median <= ci[1].as_f64().unwrap());
+        let n = p["threads"].as_u64().unwrap() as usize;
+        let ops = p["worker_ops"].as_array().unwrap();
+        assert_eq!(ops.len(), n, "per-worker operations are kept");
+        assert!(ops.iter().all(|o| o.as_f64().unwrap() > 0.0));
+        assert!(p["user_s"].as_f64().unwrap() > 0.0);
+        check_counters(p);
+    }
+    // The store has it all: runs lists it, show reports the same numbers.
+    let runs = json(&["runs", "--json", "--db", &db]);
+    assert_eq!(runs[0]["samples"], 8 * 4);
+    assert_eq!(runs[0]["status"], "complete");
+    let shown = json(&["show", "1", "--json", "--db", &db]);
+    for (a, b) in points(&shown).iter().zip(pts) {
+        assert_eq!(a["median"], b["median"]);
+    }
+    assert_eq!(shown["run"]["seed"], 11);
+    let text = String::from_utf8(
+        smtlab()
+            .args(["show", "--db", &db])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("run 1 (complete): 8 points, 24 measured samples, 0 failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn user_command_sweep_fills_placeholders_per_model() {
+    if !two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    // Each process prints its {n}; summed over processes it is N in both
+    // models (1 process x N threads, or N processes x 1).
+    let doc = json(&[
+        "run",
+        "--cmd",
+        "echo threads={n} rank={rank} cpus={cpus}",
+        "--metric",
+        "n=threads=([0-9]+)",
+        "--model",
+        "thread,process",
+        "--placement",
+        "compact,scatter",
+        "--threads",
+        "1,2",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "3",
+        "--max-samples",
+        "3",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let pts = points(&doc);
+    assert_eq!(pts.len(), 8);
+    for p in pts {
+        assert_eq!(p["failed"], 0, "{p}");
+        assert_eq!(p["median"].as_f64(), p["threads"].as_f64(), "{p}");
+        check_counters(p);
+    }
+    // Without --metric the metric is the wall time.
+    let doc = json(&[
+        "run",
+        "--cmd",
+        "sleep 0.05",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "3",
+        "--max-samples",
+        "3",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let p = &points(&doc)[0];
+    assert_eq!(p["unit"], "s");
+    let m = p["median"].as_f64().unwrap();
+    assert!((0.05..0.5).contains(&m), "sleep 0.05 took {m} s");
+}
+
+#[test]
+fn crashes_timeouts_and_wrong_results_fail_samples_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let doc = json(&[
+        "run",
+        "--cmd",
+        "kill -SEGV $$",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let p = &points(&doc)[0];
+    assert_eq!(p["samples"], 0);
+    assert!(p["failed"].as_u64().unwrap() >= 1);
+    let f = p["failures"][0].as_str().unwrap();
+    assert!(f.starts_with("crashed:") && f.contains("SIGSEGV"), "{f}");
+
+    let doc = json(&[
+        "run",
+        "--cmd",
+        "sleep 5",
+        "--timeout",
+        "300ms",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let f = points(&doc)[0]["failures"][0].as_str().unwrap().to_string();
+    assert!(f.starts_with("timeout:") && f.contains("--timeout"), "{f}");
+
+    // A corrupted checksum fails the sample instead of reporting a speed;
+    // the other point of the same sweep is measured.
+    let doc = json(&[
+        "run",
+        "-w",
+        "spin",
+        "--param",
+        "corrupt=1",
+        "--threads",
+        "1",
+        "--duration",
+        "50ms",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let p = &points(&doc)[0];
+    assert!(p["median"].is_null());
+    let f = p["failures"][0].as_str().unwrap();
+    assert!(
+        f.starts_with("wrong_result:") && f.contains("checksum"),
+        "{f}"
+    );
+
+    let doc = json(&[
+        "run",
+        "--cmd",
+        "test {n} -ne 2",
+        "--threads",
+        "1,2",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "2",
+        "--max-samples",
+        "2",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    let pts = points(&doc);
+    assert_eq!(pts[0]["failed"], 0, "N=1 succeeds");
+    assert_eq!(pts[0]["samples"], 2);
+    let f = pts[1]["failures"][0].as_str().unwrap();
+    assert!(
+        f.starts_with("failed:") && f.contains("exited with code 1"),
+        "{f}"
+    );
+}
+
+fn start_long_run(db: &str, mark: &str) -> std::process::Child {
+    StdCommand::new(exe())
+        .args([
+            "run",
+            "-w",
+            "spin",
+            "--model",
+            "thread,process",
+            "--threads",
+            "1,2",
+            "--duration",
+            "150ms",
+            "--warmup",
+            "0",
+            "--min-samples",
+            "6",
+            "--max-samples",
+            "6",
+            "--db",
+            db,
+        ])
+        .env("SMTLAB_TEST_MARK", mark)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_gone(mark: &str) -> Vec<u32> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with_mark(mark);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn kill_9_leaves_no_worker_and_resume_completes_without_duplicates() {
+    if !two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let mark = format!("kill9-{}", std::process::id());
+    let mut child = start_long_run(&db, &mark);
+    wait_for_samples(&db, 3, &mut child);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = wait_gone(&mark);
+    assert!(left.is_empty(), "workers left behind: {left:?}");
+    let before = committed(&db);
+    assert!(
+        (3..24).contains(&before),
+        "{before} samples before the kill"
+    );
+    let runs = json(&["runs", "--json", "--db", &db]);
+    assert_eq!(runs[0]["status"], "running", "a killed run stays resumable");
+
+    let doc = json(&["run", "--resume", "1", "--json", "--db", &db]);
+    assert_eq!(doc["status"], "complete");
+    for p in points(&doc) {
+        assert_eq!(
+            p["samples"], 6,
+            "exactly the planned samples, none repeated: {p}"
+        );
+    }
+    // 4 points x 6 samples; the store's unique (point, seq) forbids repeats.
+    assert_eq!(committed(&db), 24);
+    let out = smtlab()
+        .args(["run", "--resume", "1", "--db", &db])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a complete run cannot be resumed"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_everything_committed() {
+    if !two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let mark = format!("sigint-{}", std::process::id());
+    let mut child = start_long_run(&db, &mark);
+    wait_for_samples(&db, 2, &mut child);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--resume 1"), "tells how to finish: {err}");
+    assert!(wait_gone(&mark).is_empty(), "no child left");
+    let runs = json(&["runs", "--json", "--db", &db]);
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert!(runs[0]["samples"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn dry_run_plans_for_a_machine_we_do_not_have() {
+    let out = smtlab()
+        .args([
+            "run",
+            "-w",
+            "spin",
+            "--dry-run",
+            "--synthetic",
+            "core:8 pu:8",
+            "--placement",
+            "smt:0,core",
+            "--threads",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("2 points"), "{text}");
+    assert!(text.contains("0,1,2,3,4,5,6,7"), "{text}");
+    assert!(text.contains("0,8,16,24,32,40,48,56"), "{text}");
+}
+
+/// A usage error: exit 2, one line on stderr containing `needle`.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = smtlab().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
+}
+
+#[test]
+fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let base = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["run", "-w", "spin", "--db", &db]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: [(&[&str], &str); 9] = [
+        (&["--model", "threads,bogus"], "--model `bogus`"),
+        (&["--threads", "0"], "--threads"),
+        (&["--alloc", "hoard"], "--alloc"),
+        (&["--precision", "5"], "--precision 5"),
+        (&["--duration", "soon"], "--duration soon"),
+        (&["--param", "nope=1"], "--param nope"),
+        (&["--placement", "S9:0"], "S9"),
+        (&["--spawn", "clone"], "--spawn clone"),
+        (&["--synthetic", "core:2"], "--dry-run"),
+    ];
+    for (extra, needle) in cases {
+        let args = base(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_usage_error(&args, needle);
+    }
+    assert_usage_error(&["run", "-w", "nope", "--db", &db], "--workload nope");
+    assert_usage_error(&["run", "--db", &db], "nothing to run");
+    // Nothing was created by refused runs; a missing store is named.
+    assert!(!Path::new(&db).exists());
+    assert_usage_error(&["runs", "--db", &db], &db);
+    let not_db = dir.path().join("notes.txt");
+    std::fs::write(&not_db, "not a database\n").unwrap();
+    assert_usage_error(
+        &["runs", "--db", not_db.to_str().unwrap()],
+        "not an smtlab database",
+    );
+    assert_eq!(
+        std::fs::read_to_string(&not_db).unwrap(),
+        "not a database\n"
+    );
+    json(&[
+        "run",
+        "--cmd",
+        "true",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    assert_usage_error(&["show", "999", "--db", &db], "no run 999");
+    assert_usage_error(&["run", "--resume", "999", "--db", &db], "no run 999");
+    assert_eq!(committed(&db), 1, "the stored run is untouched");
+}
