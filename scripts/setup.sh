@@ -11,9 +11,11 @@ if command -v apt-get >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   # gcc: builds the pin preload library; tar+bzip2: unpack the hwloc dumps
   # in tests; hwloc: lstopo/hwloc-calc, the reference the topology tests
-  # compare this machine against; python3: programs run under `smtlab pin`.
+  # compare this machine against; python3: programs run under `smtlab pin`;
+  # hyperfine: the wall-time benchmark's reference; linux-perf: `perf`, the
+  # independent check of hardware counters in the doctor tests.
   $SUDO apt-get install -y -qq --no-install-recommends \
-    gcc libc6-dev tar bzip2 hwloc python3 >/dev/null
+    gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf >/dev/null
 else
   echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
 fi

@@ -68,6 +68,41 @@ pub fn configure_child(cmd: &mut Command, cpus: Option<&CpuSet>) -> io::Result<(
 /// The descriptor on which a gated child finds its gate (see
 /// [`configure_gated_child`] and [`wait_at_gate`]).
 pub const GATE_FD: i32 = 3;
+/// The descriptor on which a gated child says it has reached the gate.
+pub const READY_FD: i32 = 4;
+
+/// The parent's ends of a gate: wait on `ready`, then open with `gate`.
+pub struct Gate {
+    pub gate: std::os::fd::OwnedFd,
+    pub ready: std::os::fd::OwnedFd,
+}
+
+/// Two close-on-exec pipes for one gated child: the parent keeps the
+/// [`Gate`], the child's ends go to [`configure_gated_child`].
+pub fn gate_pipes() -> io::Result<(Gate, (std::os::fd::OwnedFd, std::os::fd::OwnedFd))> {
+    let (gate_r, gate_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    Ok((
+        Gate {
+            gate: gate_w,
+            ready: ready_r,
+        },
+        (gate_r, ready_w),
+    ))
+}
+
+impl Gate {
+    /// Block until the child has reached its gate (or died: EOF).
+    pub fn wait_ready(&self) {
+        let mut byte = [0u8; 1];
+        let _ = nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&self.ready), &mut byte);
+    }
+
+    /// Let the child go on to exec its program.
+    pub fn open(self) {
+        let _ = nix::unistd::write(&self.gate, b"g");
+    }
+}
 
 /// [`configure_child`], and (if `gate` is given) hand the child the read end
 /// of a gate pipe as descriptor [`GATE_FD`]. The program exec'd is then
@@ -80,7 +115,7 @@ pub const GATE_FD: i32 = 3;
 pub fn configure_gated_child(
     cmd: &mut Command,
     cpus: Option<&CpuSet>,
-    gate: Option<std::os::fd::RawFd>,
+    gate: Option<(std::os::fd::RawFd, std::os::fd::RawFd)>,
 ) -> io::Result<()> {
     // Built here, in the parent: the child may not allocate.
     let mask = cpus.map(nix_set).transpose()?;
@@ -99,9 +134,10 @@ pub fn configure_gated_child(
         if let Some(m) = &mask {
             sched_setaffinity(Pid::from_raw(0), m)?;
         }
-        if let Some(fd) = gate {
-            // dup2 clears close-on-exec on the copy, so it survives exec.
-            nix::unistd::dup2(fd, GATE_FD)?;
+        if let Some((gate_fd, ready_fd)) = gate {
+            // dup2 clears close-on-exec on the copies, so they survive exec.
+            nix::unistd::dup2(gate_fd, GATE_FD)?;
+            nix::unistd::dup2(ready_fd, READY_FD)?;
         }
         Ok(())
     };
@@ -371,10 +407,18 @@ pub fn interrupt_flag() -> io::Result<&'static AtomicBool> {
     Ok(&INTERRUPTED)
 }
 
-/// In `smtlab __gate`: block until the parent opens the gate (a byte or
-/// EOF on [`GATE_FD`]), then close it so the program exec'd next does not
-/// inherit it.
+/// In `smtlab __gate`: say "ready" on [`READY_FD`] (so the parent starts
+/// its clock only once this process's own start-up is over), block until
+/// the parent opens the gate (a byte or EOF on [`GATE_FD`]), then close both
+/// so the program exec'd next does not inherit them.
 pub fn wait_at_gate() {
+    let _ = nix::unistd::write(
+        // SAFETY: READY_FD was placed by configure_gated_child and is closed
+        // right after; nothing else in this process owns it.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(READY_FD) },
+        b"r",
+    );
+    let _ = nix::unistd::close(READY_FD);
     let mut byte = [0u8; 1];
     // Any outcome (a byte, EOF, an error) releases the child.
     let _ = nix::unistd::read(GATE_FD, &mut byte);

@@ -11,15 +11,14 @@
 //! the shell, as hyperfine's includes its fork and exec). Each process leads its own
 //! process group, so a timeout or Ctrl-C kills everything it started.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nix::fcntl::OFlag;
 use nix::sys::signal::Signal;
 
 use super::{Outcome, SampleContext};
@@ -46,7 +45,7 @@ pub fn expand(template: &str, n: usize, rank: usize, cpus: &[u32]) -> String {
 
 struct Child {
     pid: i32,
-    gate: Option<OwnedFd>,
+    gate: Option<sys::Gate>,
 }
 
 struct Ended {
@@ -137,17 +136,21 @@ fn run_inner(
             let set: Option<CpuSet> = point.cpus.as_ref().map(|_| cpus.iter().copied().collect());
             // Close-on-exec: only the copy of the read end made at GATE_FD
             // reaches `__gate`, and nothing leaks into the user's program.
-            let (gate_r, gate_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-            sys::configure_gated_child(&mut cmd, set.as_ref(), Some(gate_r.as_raw_fd()))?;
+            let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
+            sys::configure_gated_child(
+                &mut cmd,
+                set.as_ref(),
+                Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
+            )?;
             let mut child = cmd
                 .spawn()
                 .map_err(|e| anyhow::anyhow!("--cmd: cannot start the command: {e}"))?;
-            drop(gate_r);
+            drop((gate_r, ready_w));
             outputs.push(child.stdout.take().expect("piped"));
             errors.push(child.stderr.take().expect("piped"));
             children.push(Child {
                 pid: child.id() as i32,
-                gate: Some(gate_w),
+                gate: Some(gate),
             });
         }
         Ok(())
@@ -186,11 +189,18 @@ fn run_inner(
     }
     drop(otx);
     let (wtx, wrx) = mpsc::channel::<Ended>();
+    // Every rank at its gate (its own start-up done), then the clock starts
+    // and all go at once.
+    for c in &children {
+        if let Some(g) = &c.gate {
+            g.wait_ready();
+        }
+    }
     let started_at = unix_now();
     let start = sys::monotonic_s();
     for c in &mut children {
-        if let Some(mut gate) = c.gate.take().map(std::fs::File::from) {
-            let _ = gate.write_all(b"g");
+        if let Some(g) = c.gate.take() {
+            g.open();
         }
     }
     for (rank, c) in children.iter().enumerate() {
