@@ -5,8 +5,9 @@
 
 use serde::Serialize;
 
+use crate::measure::perf_counters::{derived, Derived};
 use crate::plan::Point;
-use crate::sample::{CounterScope, CounterStatus, Sample, SampleStatus};
+use crate::sample::{CounterScope, CounterStatus, CounterValue, Sample, SampleStatus};
 use crate::stats::{self, Summary};
 use crate::store::{Store, StoreError};
 
@@ -38,6 +39,8 @@ pub struct PointReport {
     /// Distinct reasons of failed samples.
     pub failures: Vec<String>,
     pub counters: Vec<CounterSummary>,
+    /// CPI, IPC and misses per 1000 instructions, from the counters' medians.
+    pub derived: Derived,
     /// Medians of the resource usage over successful measured samples.
     pub user_s: Option<f64>,
     pub sys_s: Option<f64>,
@@ -140,8 +143,21 @@ pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> Poi
             .unwrap_or(0.0)
         })
         .collect();
+    let medians: Vec<CounterValue> = counters
+        .iter()
+        .map(|c| CounterValue {
+            name: c.name.clone(),
+            scope: c.scope,
+            status: c.status,
+            raw: None,
+            value: c.median,
+            fraction_running: c.min_fraction_running,
+            reason: c.reason.clone(),
+        })
+        .collect();
     PointReport {
         point_id,
+        derived: derived(&medians),
         samples: ok.len(),
         warmups: samples.iter().filter(|s| s.warmup).count(),
         failed: samples
