@@ -176,7 +176,8 @@ pub struct RunSpec {
     pub threads: Vec<usize>,
     pub allocs: Vec<String>,
     pub spawn: Spawn,
-    pub mode: Mode,
+    /// `None`: each workload's default mode (a command runs to completion).
+    pub mode: Option<Mode>,
     pub metric: Option<MetricSpec>,
     pub warmup: usize,
     pub min_samples: usize,
@@ -198,6 +199,8 @@ pub enum PlanError {
     Model { model: String, reason: String },
     #[error("--threads: {0}")]
     Threads(String),
+    #[error("{0}")]
+    Mode(String),
 }
 
 /// Expand a run configuration into its points, in a fixed order:
@@ -206,7 +209,8 @@ pub fn expand(topo: &crate::Topology, spec: &RunSpec) -> Result<Vec<Point>, Plan
     use crate::placement::{place, Policy};
     let mut points = Vec::new();
     for program in &spec.programs {
-        let metric = metric_of(program, spec);
+        let mode = mode_of(program, spec)?;
+        let metric = metric_of(program, spec, mode);
         for alloc in &spec.allocs {
             for &model in &spec.models {
                 for placement in &spec.placements {
@@ -230,7 +234,7 @@ pub fn expand(topo: &crate::Topology, spec: &RunSpec) -> Result<Vec<Point>, Plan
                             cpus: placed.cpus,
                             oversubscription: placed.oversubscription,
                             alloc: alloc.clone(),
-                            mode: spec.mode,
+                            mode,
                             metric: metric.clone(),
                         });
                     }
@@ -241,18 +245,55 @@ pub fn expand(topo: &crate::Topology, spec: &RunSpec) -> Result<Vec<Point>, Plan
     Ok(points)
 }
 
-fn metric_of(program: &Program, spec: &RunSpec) -> Metric {
-    match (program, &spec.metric, spec.mode) {
+/// The mode a program runs in: the one asked for, else the workload's
+/// default; a user command runs to completion (one unit of work).
+fn mode_of(program: &Program, spec: &RunSpec) -> Result<Mode, PlanError> {
+    let Program::Builtin { workload, .. } = program else {
+        return Ok(Mode::FixedWork { work: 1 });
+    };
+    let info = crate::workload::builtin(workload)
+        .ok_or_else(|| PlanError::Mode(format!("--workload {workload}: no such workload")))?
+        .info();
+    match spec.mode {
+        None => Ok(info.default_mode),
+        Some(Mode::FixedTime { .. }) if !info.fixed_time => Err(PlanError::Mode(format!(
+            "--duration: workload `{workload}` solves a fixed problem; measure it with --work N \
+             (N instances; default {})",
+            match info.default_mode {
+                Mode::FixedWork { work } => work,
+                Mode::FixedTime { .. } => 1,
+            }
+        ))),
+        Some(m) => Ok(m),
+    }
+}
+
+fn metric_of(program: &Program, spec: &RunSpec, mode: Mode) -> Metric {
+    match (program, &spec.metric, mode) {
         (Program::Command { .. }, Some(m), _) => Metric {
             name: m.name.clone(),
             unit: m.unit.clone(),
             higher_is_better: m.higher_is_better,
         },
-        (Program::Builtin { .. }, _, Mode::FixedTime { .. }) => Metric {
-            name: "throughput".into(),
-            unit: "ops/s".into(),
-            higher_is_better: true,
-        },
+        (Program::Builtin { workload, .. }, _, Mode::FixedTime { .. }) => {
+            match crate::workload::builtin(workload).map(|w| w.info().time_metric) {
+                Some(crate::workload::TimeMetric::Latency { name, unit, .. }) => Metric {
+                    name: name.into(),
+                    unit: unit.into(),
+                    higher_is_better: false,
+                },
+                Some(crate::workload::TimeMetric::Throughput { name, unit, .. }) => Metric {
+                    name: name.into(),
+                    unit: unit.into(),
+                    higher_is_better: true,
+                },
+                None => Metric {
+                    name: "throughput".into(),
+                    unit: "ops/s".into(),
+                    higher_is_better: true,
+                },
+            }
+        }
         _ => Metric {
             name: "wall_time".into(),
             unit: "s".into(),

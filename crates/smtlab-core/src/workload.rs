@@ -32,6 +32,52 @@ pub struct ParamSpec {
     pub help: &'static str,
 }
 
+/// How fixed work (`--work W`) is shared among the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkSplit {
+    /// W operations split evenly: each worker gets a quota (uniform work,
+    /// such as `spin` or `stream`).
+    Quota,
+    /// W is a number of problem instances whose tasks the workers take from
+    /// the shared [`TaskQueue`] until it runs dry (irregular work, such as
+    /// `sumeuler` or `mandel`, where a static split would be unfair):
+    /// [`WorkerState::step`] returns 0 when no task is left.
+    Queue,
+}
+
+/// What the primary metric of a fixed-time sample is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TimeMetric {
+    /// `ops / wall * scale`, higher is better (`ops/s`, `GB/s`).
+    Throughput {
+        name: &'static str,
+        unit: &'static str,
+        scale: f64,
+    },
+    /// `wall * workers / ops * scale`: time per operation seen by one
+    /// worker, lower is better (`ns` per load).
+    Latency {
+        name: &'static str,
+        unit: &'static str,
+        scale: f64,
+    },
+}
+
+impl TimeMetric {
+    /// The metric of a fixed-time sample.
+    pub fn value(&self, ops: u64, wall_s: f64, workers: usize) -> Option<f64> {
+        if ops == 0 || wall_s <= 0.0 {
+            return None;
+        }
+        Some(match *self {
+            TimeMetric::Throughput { scale, .. } => ops as f64 / wall_s * scale,
+            TimeMetric::Latency { scale, .. } => wall_s * workers as f64 / ops as f64 * scale,
+        })
+    }
+}
+
 /// What a workload is, for `smtlab list` and for plans.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkloadInfo {
@@ -42,6 +88,26 @@ pub struct WorkloadInfo {
     pub operation: &'static str,
     /// How the result is verified.
     pub verification: &'static str,
+    /// The mode used when neither `--duration` nor `--work` is given.
+    pub default_mode: crate::plan::Mode,
+    /// Whether `--duration` (fixed time) makes sense for it.
+    pub fixed_time: bool,
+    pub work_split: WorkSplit,
+    pub time_metric: TimeMetric,
+}
+
+/// What a worker process knows about its place in the sample, at set-up.
+#[derive(Clone)]
+pub struct ProcessContext {
+    pub rank: usize,
+    pub processes: usize,
+    /// Worker threads in this process.
+    pub threads: usize,
+    /// Workers in the whole sample.
+    pub workers: usize,
+    pub mode: crate::plan::Mode,
+    /// The task queue shared by every worker of the sample.
+    pub queue: TaskQueue,
 }
 
 /// Where a worker stands in the point: used to split fixed work and to seed.
@@ -50,8 +116,90 @@ pub struct WorkerSlot {
     /// Worker number 0..workers across all processes.
     pub worker: usize,
     pub workers: usize,
-    /// Operations this worker must complete in fixed-work mode.
+    /// Thread index inside its process (0..threads).
+    pub thread: usize,
+    /// Operations this worker must complete in fixed-work mode with
+    /// [`WorkSplit::Quota`].
     pub quota: Option<u64>,
+}
+
+/// A queue of task numbers shared by every worker of a sample, in one
+/// process or across processes (a shared-memory word): `next` hands out
+/// 0, 1, 2, ... exactly once each, whoever asks. Words 1.. are free for a
+/// workload's own cross-worker counters.
+#[derive(Clone)]
+pub struct TaskQueue {
+    words: std::sync::Arc<dyn QueueWords>,
+}
+
+/// Storage of a [`TaskQueue`]: process-local atomics or shared memory.
+pub trait QueueWords: Send + Sync {
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64;
+}
+
+impl QueueWords for crate::sys::SharedWords {
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        crate::sys::SharedWords::word(self, i)
+    }
+}
+
+impl QueueWords for Vec<std::sync::atomic::AtomicU64> {
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        &self[i]
+    }
+}
+
+/// Words in a task queue's region.
+pub const QUEUE_WORDS: usize = 64;
+
+impl TaskQueue {
+    /// A queue private to this process (tests, single-process use).
+    pub fn local() -> TaskQueue {
+        TaskQueue {
+            words: std::sync::Arc::new(
+                (0..QUEUE_WORDS)
+                    .map(|_| std::sync::atomic::AtomicU64::new(0))
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    }
+
+    /// A queue in shared memory, seen by every process mapping it.
+    pub fn shared(words: crate::sys::SharedWords) -> TaskQueue {
+        TaskQueue {
+            words: std::sync::Arc::new(words),
+        }
+    }
+
+    /// The next task number.
+    pub fn next(&self) -> u64 {
+        self.claim(1)
+    }
+
+    /// Claim `n` consecutive task numbers; returns the first.
+    pub fn claim(&self, n: u64) -> u64 {
+        self.words
+            .word(0)
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A free word for the workload's own use (1..QUEUE_WORDS).
+    pub fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(i >= 1, "word 0 is the queue itself");
+        self.words.word(i)
+    }
+}
+
+impl std::fmt::Debug for TaskQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "TaskQueue(next={})",
+            self.words
+                .word(0)
+                .load(std::sync::atomic::Ordering::Relaxed)
+        )
+    }
 }
 
 /// A worker's result after the window, for verification.
@@ -66,7 +214,8 @@ pub trait Workload: Send + Sync {
 
     /// Set up once per process. `params` has every declared parameter
     /// (defaults filled in). Errors name the parameter at fault.
-    fn setup(&self, params: &Params) -> anyhow::Result<Box<dyn ProcessState>>;
+    fn setup(&self, params: &Params, ctx: &ProcessContext)
+        -> anyhow::Result<Box<dyn ProcessState>>;
 }
 
 pub trait ProcessState: Send + Sync {
@@ -79,7 +228,9 @@ pub trait ProcessState: Send + Sync {
 
 pub trait WorkerState: Send {
     /// Do a bounded amount of work (at most `max_ops` operations, about a
-    /// millisecond's worth) and return the operations completed.
+    /// millisecond's worth) and return the operations completed. With
+    /// [`WorkSplit::Queue`] in fixed-work mode, 0 means the queue is empty
+    /// and this worker is done.
     fn step(&mut self, max_ops: u64) -> u64;
 
     fn finish(&mut self) -> WorkerResult;

@@ -25,6 +25,8 @@ enum Command {
     Place(commands::place::PlaceArgs),
     /// Run a program with its threads pinned one by one to a CPU list
     Pin(commands::pin::PinArgs),
+    /// List the built-in workloads: parameters, metric, verification
+    List(commands::list::ListArgs),
     /// Measure a workload or command across models, placements and thread counts
     Run(Box<commands::run::RunArgs>),
     /// List the runs in a store
@@ -52,6 +54,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Topology(a) => commands::topology::run(a),
         Command::Place(a) => commands::place::run(a),
         Command::Pin(a) => commands::pin::run(a),
+        Command::List(a) => commands::list::run(a),
         Command::Run(a) => commands::run::run(*a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),

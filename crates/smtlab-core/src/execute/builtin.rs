@@ -56,8 +56,26 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
     let mut failure: Option<(SampleStatus, String)> = None;
 
+    let queue = match QueueFile::create() {
+        Ok(q) => q,
+        Err(e) => {
+            return Outcome::Measured(Box::new(assemble_sample(
+                point,
+                seq,
+                warmup,
+                started_at,
+                Some((
+                    SampleStatus::Failed,
+                    format!("creating the task queue: {e}"),
+                )),
+                &[],
+            )))
+        }
+    };
     for rank in 0..procs {
         let spec = WorkerSpec {
+            processes: procs,
+            queue: Some(queue.path.clone()),
             workload: workload.clone(),
             params: params.clone(),
             rank,
@@ -367,5 +385,42 @@ fn spawn(
                 stderr: Box::new(std::fs::File::from(err_r)),
             })
         }
+    }
+}
+
+/// The file behind a sample's shared task queue: in `/dev/shm` (memory)
+/// when it exists, removed when the sample ends.
+struct QueueFile {
+    path: std::path::PathBuf,
+}
+
+impl QueueFile {
+    fn create() -> std::io::Result<QueueFile> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join(format!(
+            "smtlab-queue-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        f.set_len((crate::workload::QUEUE_WORDS * 8) as u64)?;
+        Ok(QueueFile { path })
+    }
+}
+
+impl Drop for QueueFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -125,10 +125,16 @@ pub(crate) fn assemble_sample(
         ),
         (None, None) => (SampleStatus::Ok, None),
     };
-    let metric = (status == SampleStatus::Ok && wall_s > 0.0).then(|| match point.mode {
-        Mode::FixedTime { .. } => ops as f64 / wall_s,
-        Mode::FixedWork { .. } => wall_s,
-    });
+    let metric = if status == SampleStatus::Ok && wall_s > 0.0 {
+        match point.mode {
+            Mode::FixedTime { .. } => {
+                time_metric(point).and_then(|m| m.value(ops, wall_s, point.workers))
+            }
+            Mode::FixedWork { .. } => Some(wall_s),
+        }
+    } else {
+        None
+    };
     Sample {
         seq,
         warmup,
@@ -141,5 +147,15 @@ pub(crate) fn assemble_sample(
         usage,
         counters,
         workers,
+    }
+}
+
+/// How a built-in workload turns a fixed-time sample into its metric.
+fn time_metric(point: &Point) -> Option<crate::workload::TimeMetric> {
+    match &point.program {
+        Program::Builtin { workload, .. } => {
+            crate::workload::builtin(workload).map(|w| w.info().time_metric)
+        }
+        Program::Command { .. } => None,
     }
 }

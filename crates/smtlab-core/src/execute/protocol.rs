@@ -27,6 +27,11 @@ pub struct WorkerSpec {
     pub mode: Mode,
     /// Open perf counters on every worker thread.
     pub counters: bool,
+    /// Processes in the sample.
+    pub processes: usize,
+    /// File holding the sample's shared task queue (mapped by every
+    /// worker process); `None`: a queue private to this process.
+    pub queue: Option<std::path::PathBuf>,
 }
 
 impl WorkerSpec {

@@ -21,7 +21,10 @@ use crate::measure::perf_counters::{CounterPlan, ThreadCounters};
 use crate::measure::rusage::{self, Who};
 use crate::plan::Mode;
 use crate::sys;
-use crate::workload::{self, ProcessState, WorkerResult, WorkerSlot, WorkerState};
+use crate::workload::{
+    self, ProcessContext, ProcessState, TaskQueue, WorkSplit, WorkerResult, WorkerSlot,
+    WorkerState, QUEUE_WORDS,
+};
 
 /// Entry point of `smtlab __worker` (and of forked workers): returns the
 /// process exit code. Errors are reported to smtlab as a message, then exit 1.
@@ -78,7 +81,27 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
     let w = workload::builtin(&spec.workload)
         .ok_or_else(|| anyhow!("unknown workload `{}`", spec.workload))?;
     let params = workload::resolve_params(&w.info(), &spec.params).map_err(|e| anyhow!(e))?;
-    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params)?);
+    let queue = match &spec.queue {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .with_context(|| format!("opening the task queue {}", path.display()))?;
+            TaskQueue::shared(sys::SharedWords::map(&file, QUEUE_WORDS)?)
+        }
+        None => TaskQueue::local(),
+    };
+    let info = w.info();
+    let ctx = ProcessContext {
+        rank: spec.rank,
+        processes: spec.processes,
+        threads: spec.threads,
+        workers: spec.workers,
+        mode: spec.mode,
+        queue,
+    };
+    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params, &ctx)?);
     let plan = spec.counters.then(CounterPlan::probe).map(Arc::new);
 
     let n = spec.threads;
@@ -94,11 +117,16 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
         let slot = WorkerSlot {
             worker: spec.worker_of(t),
             workers: spec.workers,
-            quota: match spec.mode {
-                Mode::FixedWork { work } => Some(quota(work, spec.workers, spec.worker_of(t))),
-                Mode::FixedTime { .. } => None,
+            thread: t,
+            quota: match (spec.mode, info.work_split) {
+                (Mode::FixedWork { work }, WorkSplit::Quota) => {
+                    Some(quota(work, spec.workers, spec.worker_of(t)))
+                }
+                _ => None,
             },
         };
+        let until_empty =
+            matches!(spec.mode, Mode::FixedWork { .. }) && info.work_split == WorkSplit::Queue;
         let cpu = spec.cpus.as_ref().map(|c| c[t]);
         let (state, plan, ready, go, shared) = (
             state.clone(),
@@ -110,7 +138,17 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
         let h = std::thread::Builder::new()
             .name(format!("worker-{}", slot.worker))
             .spawn(move || {
-                worker_thread(t, slot, cpu, &*state, plan.as_deref(), &ready, &go, &shared)
+                worker_thread(
+                    t,
+                    slot,
+                    until_empty,
+                    cpu,
+                    &*state,
+                    plan.as_deref(),
+                    &ready,
+                    &go,
+                    &shared,
+                )
             })
             .context("starting a worker thread")?;
         handles.push(h);
@@ -183,6 +221,7 @@ pub fn quota(work: u64, workers: usize, w: usize) -> u64 {
 fn worker_thread(
     t: usize,
     slot: WorkerSlot,
+    until_empty: bool,
     cpu: Option<u32>,
     state: &dyn ProcessState,
     plan: Option<&CounterPlan>,
@@ -224,10 +263,14 @@ fn worker_thread(
         let want = match slot.quota {
             Some(q) if ops >= q => break,
             Some(q) => chunk.min(q - ops),
-            None if now >= deadline => break,
+            None if !until_empty && now >= deadline => break,
             None => chunk,
         };
-        ops += ws.step(want);
+        let done = ws.step(want);
+        if done == 0 && until_empty {
+            break;
+        }
+        ops += done;
         let t1 = sys::monotonic_s();
         let took = t1 - now;
         now = t1;

@@ -8,9 +8,10 @@
 //! value is verified exactly for any number of operations without redoing
 //! the work.
 
+use crate::plan::Mode;
 use crate::workload::{
-    param_u64, ParamSpec, Params, ProcessState, WorkerResult, WorkerSlot, WorkerState, Workload,
-    WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
+    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
 
 const A: u64 = 6364136223846793005;
@@ -59,10 +60,22 @@ impl Workload for Spin {
             operation: "1024 dependent 64-bit multiply-adds (a multiply-add latency each: some 3000-4000 cycles)",
             verification: "each worker's final generator value equals the closed-form jump of \
                            its seed by ops x 1024 steps",
+            default_mode: Mode::FixedTime { seconds: 1.0 },
+            fixed_time: true,
+            work_split: WorkSplit::Quota,
+            time_metric: TimeMetric::Throughput {
+                name: "throughput",
+                unit: "ops/s",
+                scale: 1.0,
+            },
         }
     }
 
-    fn setup(&self, params: &Params) -> anyhow::Result<Box<dyn ProcessState>> {
+    fn setup(
+        &self,
+        params: &Params,
+        _ctx: &ProcessContext,
+    ) -> anyhow::Result<Box<dyn ProcessState>> {
         let corrupt = param_u64(params, "corrupt")?;
         if corrupt > 1 {
             anyhow::bail!("--param corrupt={corrupt}: expected 0 or 1");
@@ -156,10 +169,19 @@ mod tests {
     #[test]
     fn verification_accepts_real_work_and_rejects_corruption() {
         let params = crate::workload::resolve_params(&Spin.info(), &Params::new()).unwrap();
-        let p = Spin.setup(&params).unwrap();
+        let ctx = ProcessContext {
+            rank: 0,
+            processes: 1,
+            threads: 1,
+            workers: 4,
+            mode: Mode::FixedTime { seconds: 1.0 },
+            queue: crate::workload::TaskQueue::local(),
+        };
+        let p = Spin.setup(&params, &ctx).unwrap();
         let slot = WorkerSlot {
             worker: 3,
             workers: 4,
+            thread: 0,
             quota: None,
         };
         let mut w = p.worker(slot).unwrap();
@@ -176,7 +198,7 @@ mod tests {
 
         let mut params = params;
         params.insert("corrupt".into(), "1".into());
-        let p = Spin.setup(&params).unwrap();
+        let p = Spin.setup(&params, &ctx).unwrap();
         let mut w = p.worker(slot).unwrap();
         w.step(1);
         assert!(p.verify(&[(slot, w.finish())]).is_err());

@@ -2,6 +2,7 @@
 
 pub mod doctor;
 pub mod gate;
+pub mod list;
 pub mod pin;
 pub mod place;
 pub mod results;

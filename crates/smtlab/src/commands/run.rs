@@ -59,12 +59,12 @@ pub struct RunArgs {
     /// How worker processes start: exec (fresh address space) or fork (prefork)
     #[arg(long, value_name = "HOW", default_value = "exec")]
     pub spawn: String,
-    /// Fixed-time mode: run each sample this long, metric = operations/s
-    /// (default 1s for built-in workloads)
+    /// Fixed-time mode: run each sample this long, metric = the workload's
+    /// throughput or latency (default: each workload's own, see `smtlab list`)
     #[arg(long, value_name = "TIME", conflicts_with = "work")]
     pub duration: Option<String>,
-    /// Fixed-work mode: this many operations in total per sample, metric =
-    /// wall time
+    /// Fixed-work mode: this much work per sample (operations, or problem
+    /// instances for queue workloads), metric = wall time
     #[arg(long, value_name = "OPS")]
     pub work: Option<u64>,
     /// Read the metric from a command's output: NAME=REGEX (first capture
@@ -254,12 +254,11 @@ fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
     let is_cmd = a.cmd.is_some();
     let mode = match (&a.duration, a.work) {
         (_, Some(0)) => return Err(usage("--work 0: give a positive number of operations")),
-        (None, Some(w)) if !is_cmd => Mode::FixedWork { work: w },
-        (Some(d), None) if !is_cmd => Mode::FixedTime {
+        (None, Some(w)) if !is_cmd => Some(Mode::FixedWork { work: w }),
+        (Some(d), None) if !is_cmd => Some(Mode::FixedTime {
             seconds: parse_duration("--duration", d)?,
-        },
-        (None, None) if !is_cmd => Mode::FixedTime { seconds: 1.0 },
-        (None, None) => Mode::FixedWork { work: 1 },
+        }),
+        (None, None) => None,
         _ => {
             return Err(usage(
                 "--duration and --work apply to built-in workloads; a --cmd runs to completion",
@@ -414,7 +413,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             timeout: spec
                 .timeout_s
                 .map(Duration::from_secs_f64)
-                .or_else(|| default_timeout(&spec)),
+                .or_else(|| default_timeout(&mine)),
             counters: spec.counters,
             stop,
             metric_regex: metric_regex.clone(),
@@ -450,18 +449,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 /// Built-in fixed-time samples cannot legitimately take much longer than
 /// their duration; a generous default keeps a hung worker from hanging the
 /// sweep. Fixed work and commands have no natural bound: no default.
-fn default_timeout(spec: &RunSpec) -> Option<Duration> {
-    match spec.mode {
-        Mode::FixedTime { seconds }
-            if spec
-                .programs
-                .iter()
-                .all(|p| matches!(p, Program::Builtin { .. })) =>
-        {
-            Some(Duration::from_secs_f64(seconds * 10.0 + 120.0))
+fn default_timeout(points: &[(i64, Point)]) -> Option<Duration> {
+    let mut longest: f64 = 0.0;
+    for (_, p) in points {
+        match (p.mode, &p.program) {
+            (Mode::FixedTime { seconds }, Program::Builtin { .. }) => {
+                longest = longest.max(seconds)
+            }
+            _ => return None,
         }
-        _ => None,
     }
+    Some(Duration::from_secs_f64(longest * 10.0 + 120.0))
 }
 
 fn print_plan(spec: &RunSpec, points: &[Point], json: bool) -> anyhow::Result<i32> {
