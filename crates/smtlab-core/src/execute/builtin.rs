@@ -135,6 +135,9 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
         }
     }
+    // Every worker has mapped the queue by now: its name can go, so even a
+    // kill -9 of smtlab from here on leaves nothing in /dev/shm.
+    queue.unlink();
     if failure.is_none() {
         // Phase 2: go, all at once.
         for w in &mut workers {
@@ -395,6 +398,30 @@ struct QueueFile {
 }
 
 impl QueueFile {
+    fn unlink(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// Remove queue files left by smtlab processes that no longer exist
+    /// (killed during a sample's set-up).
+    fn remove_stale(dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("smtlab-queue-")) else {
+                continue;
+            };
+            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
     fn create() -> std::io::Result<QueueFile> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -404,11 +431,11 @@ impl QueueFile {
         } else {
             std::env::temp_dir()
         };
-        let path = dir.join(format!(
-            "smtlab-queue-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        if n == 0 {
+            QueueFile::remove_stale(&dir);
+        }
+        let path = dir.join(format!("smtlab-queue-{}-{n}", std::process::id()));
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
