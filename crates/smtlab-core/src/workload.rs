@@ -280,12 +280,20 @@ pub fn param_u64(params: &Params, name: &str) -> anyhow::Result<u64> {
 /// The built-in workloads.
 pub fn builtin(name: &str) -> Option<Box<dyn Workload>> {
     match name {
+        "jbb" => Some(Box::new(crate::workloads::jbb::Jbb)),
         "spin" => Some(Box::new(crate::workloads::spin::Spin)),
+        "parfib" => Some(Box::new(crate::workloads::parfib::Parfib)),
+        "sumeuler" => Some(Box::new(crate::workloads::sumeuler::SumEuler)),
+        "mandel" => Some(Box::new(crate::workloads::mandel::Mandel)),
+        "stream" => Some(Box::new(crate::workloads::stream::Stream)),
+        "latency" => Some(Box::new(crate::workloads::latency::Latency)),
         _ => None,
     }
 }
 
 /// Names of the built-in workloads, for error messages and `smtlab list`.
 pub fn builtin_names() -> Vec<&'static str> {
-    vec!["spin"]
+    vec![
+        "jbb", "spin", "stream", "latency", "parfib", "sumeuler", "mandel",
+    ]
 }

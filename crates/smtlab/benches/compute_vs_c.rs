@@ -1,0 +1,221 @@
+//! Benchmark: the compute workloads `parfib`, `sumeuler` and `mandel` against
+//! plain C `-O2` implementations of the same algorithms (`benches/c/*.c`),
+//! run side by side (`cargo bench -p smtlab --bench compute_vs_c`). Not a
+//! test: it prints, per workload, the C time, smtlab's median wall time with
+//! one thread and their ratio (target <= 1.10), and the parallel efficiency
+//! T(1) / (2 T(2)) with two workers as threads and as processes (target >=
+//! 0.97), with the machine it ran on, and writes them to
+//! `target/bench-results/compute_vs_c.json`.
+//!
+//! The C programs time their computation alone (CLOCK_MONOTONIC around it),
+//! as smtlab's wall time covers the measured window alone. C and smtlab
+//! alternate (C smtlab C smtlab) so slow drift of a shared machine affects
+//! both alike; smtlab's own runs interleave its four points.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROUNDS: usize = 2;
+const C_RUNS: usize = 3;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Run the C reference once, pinned to CPU 0 as smtlab's one compact
+/// worker is (so both meet the same neighbours on a shared machine):
+/// (result, wall seconds, CPU seconds).
+fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
+    let pinned = Command::new("taskset").arg("--version").output().is_ok();
+    let mut cmd = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let out = cmd.args(args).output().expect("C program runs");
+    assert!(out.status.success(), "{}", exe.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| {
+        text.split_whitespace()
+            .find_map(|f| f.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in {text}"))
+            .to_string()
+    };
+    (
+        field("result="),
+        field("seconds=").parse().unwrap(),
+        field("cpu=").parse().unwrap(),
+    )
+}
+
+/// One smtlab run of `workload` at 1 and 2 workers as threads and as
+/// processes: (model, workers, median wall time, CPU time per sample).
+fn run_smtlab(workload: &str, db: &Path) -> Vec<(String, u64, f64, f64)> {
+    let _ = std::fs::remove_file(db);
+    let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
+        .args(["run", "-w", workload, "--threads", "1,2"])
+        .args(["--model", "thread,process", "--placement", "compact"])
+        .args([
+            "--warmup",
+            "1",
+            "--min-samples",
+            "5",
+            "--no-counters",
+            "--json",
+        ])
+        .arg("--db")
+        .arg(db)
+        .output()
+        .expect("smtlab runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["failed"], 0, "failed samples (wrong result?): {p}");
+            (
+                p["model"].as_str().unwrap().to_string(),
+                p["threads"].as_u64().unwrap(),
+                p["median"].as_f64().unwrap(),
+                p["user_s"].as_f64().unwrap_or(f64::NAN) + p["sys_s"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+fn machine() -> String {
+    format!(
+        "{} CPUs, {}, kernel {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(
+                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
+                    .split(':')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_string())
+            )
+            .unwrap_or_default(),
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+    )
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c");
+    // The C programs' arguments are smtlab's defaults (`smtlab list`).
+    let cases: [(&str, &[&str]); 3] = [
+        ("parfib", &["44"]),
+        ("sumeuler", &["10000"]),
+        ("mandel", &["1024", "1024", "2000"]),
+    ];
+    let machine = machine();
+    println!("machine: {machine}");
+    println!(
+        "{:<9} {:>10} {:>10} {:>7}  {:>9} {:>11} {:>11}",
+        "workload", "C", "smtlab", "ratio", "cpu ratio", "eff thread", "eff process"
+    );
+    let mut rows = Vec::new();
+    for (name, args) in cases {
+        let exe = dir.path().join(name);
+        let status = Command::new("cc")
+            .arg("-O2")
+            .arg("-o")
+            .arg(&exe)
+            .arg(src.join(format!("{name}.c")))
+            .status()
+            .expect("cc runs");
+        assert!(status.success(), "cc -O2 {name}.c failed");
+        let (mut c, mut c_cpu, mut points) = (Vec::new(), Vec::new(), Vec::new());
+        let mut c_result = String::new();
+        for _ in 0..ROUNDS {
+            for _ in 0..C_RUNS {
+                let (r, s, cpu) = run_c(&exe, args);
+                c_result = r;
+                c.push(s);
+                c_cpu.push(cpu);
+            }
+            points.extend(run_smtlab(name, &dir.path().join("s.db")));
+        }
+        let t = |model: &str, n: u64| {
+            median(
+                points
+                    .iter()
+                    .filter(|p| p.0 == model && p.1 == n)
+                    .map(|p| p.2)
+                    .collect(),
+            )
+        };
+        let cm = median(c);
+        let s1 = t("thread", 1);
+        // CPU time (user + system) of one thread: a check on the wall-time
+        // ratio when other programs share the machine.
+        let (c_cpu, s1_cpu) = (
+            median(c_cpu),
+            median(
+                points
+                    .iter()
+                    .filter(|p| p.0 == "thread" && p.1 == 1)
+                    .map(|p| p.3)
+                    .collect(),
+            ),
+        );
+        let ratio = s1 / cm;
+        let eff_t = t("thread", 1) / (2.0 * t("thread", 2));
+        let eff_p = t("process", 1) / (2.0 * t("process", 2));
+        println!(
+            "{name:<9} {:>8.3} s {:>8.3} s {:>7.3}{} {:>9.3} {:>11.3}{} {:>11.3}{}",
+            cm,
+            s1,
+            ratio,
+            if ratio <= 1.10 { " " } else { "!" },
+            s1_cpu / c_cpu,
+            eff_t,
+            if eff_t >= 0.97 { " " } else { "!" },
+            eff_p,
+            if eff_p >= 0.97 { " " } else { "!" },
+        );
+        rows.push(serde_json::json!({
+            "workload": name, "c_args": args, "c_result": c_result, "c_median_s": cm,
+            "smtlab_thread1_median_s": s1, "ratio": ratio,
+            "c_cpu_s": c_cpu, "smtlab_thread1_cpu_s": s1_cpu, "cpu_ratio": s1_cpu / c_cpu,
+            "thread2_median_s": t("thread", 2), "process1_median_s": t("process", 1),
+            "process2_median_s": t("process", 2),
+            "efficiency_thread": eff_t, "efficiency_process": eff_p,
+        }));
+    }
+    println!(
+        "targets: ratio <= 1.10, efficiency >= 0.97 (! marks a miss); cpu ratio: CPU time, \
+         smtlab / C, which other programs on the machine disturb less"
+    );
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        out.join("compute_vs_c.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "machine": machine,
+            "targets": {"ratio_max": 1.10, "efficiency_min": 0.97},
+            "rows": rows,
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+}
