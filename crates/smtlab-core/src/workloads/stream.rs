@@ -179,10 +179,18 @@ impl StreamProcess {
         // Built element by element on this (pinned) thread: the writes are
         // the first touch of every page.
         let n = self.blocks as usize * ELEMS_PER_OP;
+        // b and c start SKEW and 2 SKEW elements into their buffers: large
+        // allocations are page-aligned alike, and a[i], b[i], c[i] at the
+        // same offset in a page make loads wait on the store to a[i] that
+        // aliases them (4K aliasing), as STREAM's OFFSET padding avoids.
         StreamWorker {
             a: vec![SENTINEL; n],
-            b: (0..n).map(b_of).collect(),
-            c: (0..n).map(c_of).collect(),
+            b: std::iter::repeat_n(0.0, SKEW)
+                .chain((0..n).map(b_of))
+                .collect(),
+            c: std::iter::repeat_n(0.0, 2 * SKEW)
+                .chain((0..n).map(c_of))
+                .collect(),
             blocks: self.blocks,
             cursor: 0,
             reported: 0,
@@ -239,6 +247,10 @@ struct StreamWorker {
     problems: Arc<Mutex<BTreeMap<usize, String>>>,
 }
 
+/// Elements of padding in front of `b` (and twice that in front of `c`):
+/// 1 KiB plus a line, so the three streams never share a page offset.
+const SKEW: usize = 136;
+
 /// The kernel: `a = b + s*c`. Plain indexing over slices cut to one
 /// length: LLVM hoists the bounds checks and emits packed loads, multiplies,
 /// adds and stores (a zip over 64-byte line structs was vectorised across
@@ -260,7 +272,13 @@ impl WorkerState for StreamWorker {
             let block = (self.cursor % self.blocks) as usize;
             let s = scalar(self.cursor / self.blocks);
             let r = block * ELEMS_PER_OP..(block + 1) * ELEMS_PER_OP;
-            triad(&mut self.a[r.clone()], &self.b[r.clone()], &self.c[r], s);
+            let (rb, rc) = (r.start + SKEW, r.start + 2 * SKEW);
+            triad(
+                &mut self.a[r.clone()],
+                &self.b[rb..rb + ELEMS_PER_OP],
+                &self.c[rc..rc + ELEMS_PER_OP],
+                s,
+            );
             self.cursor += 1;
         }
         self.reported += max_ops;
