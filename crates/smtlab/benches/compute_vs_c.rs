@@ -12,21 +12,13 @@
 //! alternate (C smtlab C smtlab) so slow drift of a shared machine affects
 //! both alike; smtlab's own runs interleave its four points.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ROUNDS: usize = 2;
 const C_RUNS: usize = 3;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
 
 /// Run the C reference once, pinned to CPU 0 as smtlab's one compact
 /// worker is (so both meet the same neighbours on a shared machine):
@@ -97,27 +89,6 @@ fn run_smtlab(workload: &str, db: &Path) -> Vec<(String, u64, f64, f64)> {
         .collect()
 }
 
-fn machine() -> String {
-    format!(
-        "{} CPUs, {}, kernel {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(
-                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
-                    .split(':')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string())
-            )
-            .unwrap_or_default(),
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-    )
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c");
@@ -127,7 +98,7 @@ fn main() {
         ("sumeuler", &["10000"]),
         ("mandel", &["1024", "1024", "2000"]),
     ];
-    let machine = machine();
+    let machine = common::machine();
     println!("machine: {machine}");
     println!(
         "{:<9} {:>10} {:>10} {:>7}  {:>9} {:>11} {:>11}",
@@ -156,7 +127,7 @@ fn main() {
             points.extend(run_smtlab(name, &dir.path().join("s.db")));
         }
         let t = |model: &str, n: u64| {
-            median(
+            common::median(
                 points
                     .iter()
                     .filter(|p| p.0 == model && p.1 == n)
@@ -164,13 +135,13 @@ fn main() {
                     .collect(),
             )
         };
-        let cm = median(c);
+        let cm = common::median(c);
         let s1 = t("thread", 1);
         // CPU time (user + system) of one thread: a check on the wall-time
         // ratio when other programs share the machine.
         let (c_cpu, s1_cpu) = (
-            median(c_cpu),
-            median(
+            common::median(c_cpu),
+            common::median(
                 points
                     .iter()
                     .filter(|p| p.0 == "thread" && p.1 == 1)
@@ -206,16 +177,12 @@ fn main() {
         "targets: ratio <= 1.10, efficiency >= 0.97 (! marks a miss); cpu ratio: CPU time, \
          smtlab / C, which other programs on the machine disturb less"
     );
-    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        out.join("compute_vs_c.json"),
-        serde_json::to_string_pretty(&serde_json::json!({
+    common::write_results(
+        "compute_vs_c",
+        &serde_json::json!({
             "machine": machine,
             "targets": {"ratio_max": 1.10, "efficiency_min": 0.97},
             "rows": rows,
-        }))
-        .unwrap(),
-    )
-    .unwrap();
+        }),
+    );
 }

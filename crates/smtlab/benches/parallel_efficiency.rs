@@ -10,6 +10,8 @@
 //! solve the same problem). The 1- and 2-worker points of one model are
 //! measured in one run, interleaved, so drift affects both alike.
 
+mod common;
+
 use std::process::Command;
 
 const WORKLOADS: [&str; 4] = ["jbb", "parfib", "sumeuler", "mandel"];
@@ -30,20 +32,8 @@ fn main() {
         .iter()
         .map(|w| w["name"].as_str().unwrap().to_string())
         .collect();
-    println!(
-        "machine: {cpus} CPUs, {}",
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(
-                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
-                    .split(':')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string())
-            )
-            .unwrap_or_default()
-    );
+    let machine = common::machine();
+    println!("machine: {machine}");
     println!(
         "{:<10} {:<8} {:>14} {:>14} {:>11}",
         "workload", "model", "1 worker", "2 workers", "efficiency"
@@ -103,12 +93,8 @@ fn main() {
             }));
         }
     }
-    let out =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        out.join("parallel_efficiency.json"),
-        serde_json::to_string_pretty(&rows).unwrap(),
-    )
-    .unwrap();
+    common::write_results(
+        "parallel_efficiency",
+        &serde_json::json!({"machine": machine, "rows": rows}),
+    );
 }

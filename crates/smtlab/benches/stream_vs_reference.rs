@@ -15,22 +15,14 @@
 //! The ratio is taken against the faster reference. Tools alternate (L C S
 //! L C S ...) so slow drift of the machine affects all alike.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const ROUNDS: usize = 3;
 /// smtlab's default `size` for stream, in bytes.
 const SIZE: u64 = 384 << 20;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
 
 /// likwid-bench's bandwidth in GB/s, or why it could not run.
 fn likwid() -> Result<f64, String> {
@@ -109,27 +101,6 @@ fn smtlab(db: &Path, models: &str, threads: &str, samples: usize) -> Vec<(String
         .collect()
 }
 
-fn machine() -> String {
-    format!(
-        "{} CPUs, {}, kernel {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(
-                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
-                    .split(':')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string())
-            )
-            .unwrap_or_default(),
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-    )
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c/triad.c");
@@ -144,7 +115,7 @@ fn main() {
         println!("skipped: cannot compile {} with cc", src.display());
         return;
     }
-    let machine = machine();
+    let machine = common::machine();
     println!("machine: {machine}");
     println!(
         "arrays: {} MiB per worker (3 x {} MiB)",
@@ -168,8 +139,8 @@ fn main() {
     if let Some(e) = &likwid_note {
         println!("likwid-bench: {e}; comparing with the C triad only");
     }
-    let lm = (!l.is_empty()).then(|| median(l.clone()));
-    let (cm, sm) = (median(c.clone()), median(s.clone()));
+    let lm = (!l.is_empty()).then(|| common::median(l.clone()));
+    let (cm, sm) = (common::median(c.clone()), common::median(s.clone()));
     let reference = lm.map_or(cm, |lm| lm.max(cm));
     let ratio = sm / reference;
     println!("{:<34} {:>10}   rounds", "triad, 1 worker", "median");
@@ -195,11 +166,9 @@ fn main() {
         println!("  {model:<8} {n} worker(s) {v:>6.2} GB/s");
     }
 
-    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        out.join("stream_vs_reference.json"),
-        serde_json::to_string_pretty(&serde_json::json!({
+    common::write_results(
+        "stream_vs_reference",
+        &serde_json::json!({
             "machine": machine,
             "size_bytes": SIZE,
             "likwid_bench_gbs": l,
@@ -213,8 +182,6 @@ fn main() {
             "scaling": scaling.iter().map(|(m, n, v)| serde_json::json!({
                 "model": m, "workers": n, "gbs": v
             })).collect::<Vec<_>>(),
-        }))
-        .unwrap(),
-    )
-    .unwrap();
+        }),
+    );
 }

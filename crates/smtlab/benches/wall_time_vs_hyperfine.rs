@@ -11,21 +11,13 @@
 //! (`--placement none`, as hyperfine does not pin). The two alternate
 //! (A B A B A B) so slow drift of the machine affects both alike.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 const ROUNDS: usize = 3;
 const RUNS: usize = 20;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
 
 fn hyperfine(script: &str, out: &PathBuf) -> Vec<f64> {
     let status = Command::new("hyperfine")
@@ -110,24 +102,7 @@ fn main() {
             "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
         ),
     ];
-    let machine = format!(
-        "{} CPUs, {}, kernel {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(
-                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
-                    .split(':')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string())
-            )
-            .unwrap_or_default(),
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-    );
+    let machine = common::machine();
     println!("machine: {machine}");
     println!(
         "{:<22} {:>14} {:>14} {:>9}",
@@ -137,10 +112,13 @@ fn main() {
     for (label, script) in scripts {
         let (mut h, mut s) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            h.push(median(hyperfine(script, &dir.path().join("h.json"))));
+            h.push(common::median(hyperfine(
+                script,
+                &dir.path().join("h.json"),
+            )));
             s.extend(smtlab(script, &dir.path().join("s.db")));
         }
-        let (hm, sm) = (median(h), median(s));
+        let (hm, sm) = (common::median(h), common::median(s));
         let ratio = sm / hm;
         println!(
             "{label:<22} {:>11.2} ms {:>11.2} ms {:>9.4}{}",
@@ -157,12 +135,8 @@ fn main() {
             "command": script, "hyperfine_median_s": hm, "smtlab_median_s": sm, "ratio": ratio,
         }));
     }
-    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        out.join("wall_time_vs_hyperfine.json"),
-        serde_json::to_string_pretty(&serde_json::json!({"machine": machine, "rows": rows}))
-            .unwrap(),
-    )
-    .unwrap();
+    common::write_results(
+        "wall_time_vs_hyperfine",
+        &serde_json::json!({"machine": machine, "rows": rows}),
+    );
 }
