@@ -290,34 +290,10 @@ impl WorkerState for LatencyWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::{resolve_params, TaskQueue};
-
-    fn ctx(threads: usize) -> ProcessContext {
-        ProcessContext {
-            rank: 0,
-            processes: 1,
-            threads,
-            workers: threads,
-            mode: Mode::FixedTime { seconds: 1.0 },
-            queue: TaskQueue::local(),
-        }
-    }
+    use crate::workload::testing::{self, ctx, slot};
 
     fn params(kv: &[(&str, &str)]) -> Params {
-        let given = kv
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        resolve_params(&Latency.info(), &given).unwrap()
-    }
-
-    fn slot(worker: usize, workers: usize) -> WorkerSlot {
-        WorkerSlot {
-            worker,
-            workers,
-            thread: worker,
-            quota: None,
-        }
+        testing::params(&Latency.info(), kv).unwrap()
     }
 
     #[test]

@@ -334,30 +334,15 @@ pub fn run_by_hand(
     threads: usize,
     work: u64,
 ) -> anyhow::Result<Result<(), String>> {
-    let given: crate::workload::Params = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let params = crate::workload::resolve_params(&w.info(), &given).map_err(anyhow::Error::msg)?;
-    let ctx = ProcessContext {
-        rank: 0,
-        processes: 1,
-        threads,
-        workers: threads,
-        mode: Mode::FixedWork { work },
-        queue: TaskQueue::local(),
-    };
+    use crate::workload::testing;
+    let params = testing::params(&w.info(), params).map_err(anyhow::Error::msg)?;
+    let ctx = testing::ctx_mode(threads, Mode::FixedWork { work });
     let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params, &ctx)?);
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let state = state.clone();
             std::thread::spawn(move || {
-                let slot = WorkerSlot {
-                    worker: t,
-                    workers: threads,
-                    thread: t,
-                    quota: None,
-                };
+                let slot = testing::slot(t, threads);
                 let mut ws = state.worker(slot).unwrap();
                 while ws.step(7) != 0 {}
                 (slot, ws.finish())

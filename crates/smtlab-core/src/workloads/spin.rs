@@ -169,13 +169,10 @@ mod tests {
     #[test]
     fn verification_accepts_real_work_and_rejects_corruption() {
         let params = crate::workload::resolve_params(&Spin.info(), &Params::new()).unwrap();
+        // One process running worker 3 of a 4-worker point.
         let ctx = ProcessContext {
-            rank: 0,
-            processes: 1,
-            threads: 1,
             workers: 4,
-            mode: Mode::FixedTime { seconds: 1.0 },
-            queue: crate::workload::TaskQueue::local(),
+            ..crate::workload::testing::ctx(1)
         };
         let p = Spin.setup(&params, &ctx).unwrap();
         let slot = WorkerSlot {

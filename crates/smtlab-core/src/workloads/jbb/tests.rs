@@ -1,13 +1,9 @@
 use super::warehouse::{Tx, DECK_MIX, DECK_SIZE, TX_KINDS};
 use super::*;
-use crate::workload::{resolve_params, TaskQueue};
+use crate::workload::testing::{self, ctx, slot};
 
 fn params(kv: &[(&str, &str)]) -> Params {
-    let given = kv
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    resolve_params(&Jbb.info(), &given).unwrap()
+    testing::params(&Jbb.info(), kv).unwrap()
 }
 
 fn small() -> Params {
@@ -16,26 +12,6 @@ fn small() -> Params {
         ("customers", "120"),
         ("initial_orders", "150"),
     ])
-}
-
-fn ctx(threads: usize) -> ProcessContext {
-    ProcessContext {
-        rank: 0,
-        processes: 1,
-        threads,
-        workers: threads,
-        mode: Mode::FixedTime { seconds: 1.0 },
-        queue: TaskQueue::local(),
-    }
-}
-
-fn slot(thread: usize, workers: usize) -> WorkerSlot {
-    WorkerSlot {
-        worker: thread,
-        workers,
-        thread,
-        quota: None,
-    }
 }
 
 fn warehouse(p: &Params, worker: usize) -> Warehouse {
@@ -398,9 +374,7 @@ fn bad_params_name_the_parameter() {
             .to_string();
         assert!(e.contains(&format!("--param {k}")), "{k}={v}: {e}");
     }
-    let mut given = Params::new();
-    given.insert("warehouses".into(), "2".into());
-    assert!(resolve_params(&Jbb.info(), &given)
+    assert!(testing::params(&Jbb.info(), &[("warehouses", "2")])
         .unwrap_err()
         .contains("warehouses"));
 }
