@@ -3,12 +3,9 @@
 
 mod support;
 
-use assert_cmd::Command;
-use serde_json::Value;
+use support::smtlab;
 
-fn smtlab() -> Command {
-    Command::cargo_bin("smtlab").unwrap()
-}
+use serde_json::Value;
 
 fn doctor_json() -> Value {
     let out = smtlab().args(["doctor", "--json"]).output().unwrap();

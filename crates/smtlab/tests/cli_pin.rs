@@ -5,16 +5,13 @@
 
 mod support;
 
+use support::smtlab;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use serde_json::Value;
-
-fn smtlab() -> Command {
-    Command::cargo_bin("smtlab").unwrap()
-}
 
 /// CPUs this process may run on, from /proc/self/status.
 fn allowed_cpus() -> Vec<u32> {

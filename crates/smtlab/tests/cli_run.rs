@@ -3,16 +3,13 @@
 
 mod support;
 
+use support::{assert_usage_error, json, smtlab};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use serde_json::Value;
-
-fn smtlab() -> Command {
-    Command::cargo_bin("smtlab").unwrap()
-}
 
 fn exe() -> PathBuf {
     assert_cmd::cargo::cargo_bin("smtlab")
@@ -20,18 +17,6 @@ fn exe() -> PathBuf {
 
 fn db(dir: &tempfile::TempDir) -> String {
     dir.path().join("t.db").display().to_string()
-}
-
-/// Run smtlab and parse its stdout as JSON, insisting on success.
-fn json(args: &[&str]) -> Value {
-    let out = smtlab().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn points(doc: &Value) -> &Vec<Value> {
@@ -481,15 +466,6 @@ fn dry_run_plans_for_a_machine_we_do_not_have() {
     assert!(text.contains("2 points"), "{text}");
     assert!(text.contains("0,1,2,3,4,5,6,7"), "{text}");
     assert!(text.contains("0,8,16,24,32,40,48,56"), "{text}");
-}
-
-/// A usage error: exit 2, one line on stderr containing `needle`.
-fn assert_usage_error(args: &[&str], needle: &str) {
-    let out = smtlab().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
 }
 
 #[test]

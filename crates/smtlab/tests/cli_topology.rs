@@ -3,15 +3,10 @@
 
 mod support;
 
+use support::{assert_usage_error, json, smtlab};
+
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
-
-use assert_cmd::Command;
-use serde_json::Value;
-
-fn smtlab() -> Command {
-    Command::cargo_bin("smtlab").unwrap()
-}
 
 /// Extract a hwloc dump from `fixtures/sysfs` and return its root.
 fn dump(name: &str, tmp: &Path) -> PathBuf {
@@ -33,12 +28,6 @@ fn dump(name: &str, tmp: &Path) -> PathBuf {
         .unwrap()
         .unwrap()
         .path()
-}
-
-fn json(args: &[&str]) -> Value {
-    let out = smtlab().args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {:?}", out);
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Ask hwloc how many objects of a type this machine has.
@@ -155,23 +144,6 @@ fn synthetic_ultrasparc_t1_has_32_pus_in_8_cores() {
     assert_eq!(cores.len(), 8);
     assert_eq!(doc["cores"].as_array().unwrap().len(), 8);
     assert_eq!(doc["smt_active"], true);
-}
-
-/// Run smtlab expecting a usage error: exit 2, one line naming `needle`.
-fn assert_usage_error(args: &[&str], needle: &str) {
-    let out = smtlab().args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: one line, got {err}"
-    );
-    assert!(
-        err.contains(needle),
-        "{args:?}: `{err}` should name `{needle}`"
-    );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! sample with a clear reason instead of reporting a speed. Sizes are
 //! shrunk with `--param` so the whole file runs in seconds.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod support;
+
+use support::json;
 
 /// Small problem sizes per workload (the defaults take seconds).
 fn small(workload: &str) -> Vec<&'static str> {
@@ -36,20 +37,6 @@ fn small(workload: &str) -> Vec<&'static str> {
     }
 }
 
-fn run_json(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("smtlab")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn check(workload: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db").display().to_string();
@@ -73,7 +60,7 @@ fn check(workload: &str) {
     ];
     let sizes = small(workload);
     args.extend(sizes.iter().copied());
-    let doc = run_json(&args);
+    let doc = json(&args);
     let points = doc["points"].as_array().unwrap();
     assert_eq!(points.len(), 4, "{workload}");
     for p in points {
@@ -81,7 +68,7 @@ fn check(workload: &str) {
         assert_eq!(p["samples"], 2, "{workload}: {p}");
         assert!(p["median"].as_f64().unwrap() > 0.0, "{workload}: {p}");
     }
-    let shown = run_json(&["show", "latest", "--json", "--db", &db]);
+    let shown = json(&["show", "latest", "--json", "--db", &db]);
     assert_eq!(shown["run"]["status"], "complete");
 
     let mut bad = vec![
@@ -103,7 +90,7 @@ fn check(workload: &str) {
         &db,
     ];
     bad.extend(sizes.iter().copied());
-    let doc = run_json(&bad);
+    let doc = json(&bad);
     let p = &doc["points"][0];
     assert!(
         p["median"].is_null(),
@@ -115,7 +102,7 @@ fn check(workload: &str) {
 
 #[test]
 fn every_builtin_workload_is_covered() {
-    let doc = run_json(&["list", "--json"]);
+    let doc = json(&["list", "--json"]);
     for w in doc["workloads"].as_array().unwrap() {
         let name = w["name"].as_str().unwrap();
         let _ = small(name); // panics for a workload this file does not run
