@@ -15,7 +15,7 @@ if command -v apt-get >/dev/null 2>&1; then
   # hyperfine: the wall-time benchmark's reference; linux-perf: `perf`, the
   # independent check of hardware counters in the doctor tests.
   $SUDO apt-get install -y -qq --no-install-recommends \
-    gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf >/dev/null
+    gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium >/dev/null
 else
   echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
 fi

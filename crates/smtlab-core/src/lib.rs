@@ -13,6 +13,8 @@
 //!
 //! The `smtlab` binary is a thin CLI over this crate.
 
+pub mod analysis;
+pub mod compare;
 pub mod cpu_expr;
 pub mod cpuset;
 pub mod doctor;
@@ -22,13 +24,16 @@ pub mod measure;
 pub mod pin;
 pub mod placement;
 pub mod plan;
+pub mod report;
 pub mod sample;
 pub mod schedule;
 pub mod stats;
 pub mod store;
+pub mod study;
 pub mod summary;
 pub mod sys;
 pub mod topology;
+pub mod units;
 pub mod workload;
 pub mod workloads;
 

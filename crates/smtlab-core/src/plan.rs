@@ -189,6 +189,10 @@ pub struct RunSpec {
     pub timeout_s: Option<f64>,
     pub seed: u64,
     pub counters: bool,
+    /// Set when the run is a study (`smtlab study`): which one, and what
+    /// the machine could not show. Absent in plain runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<crate::study::StudyMeta>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

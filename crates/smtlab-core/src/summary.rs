@@ -73,6 +73,37 @@ pub fn point_reports(
     Ok(out)
 }
 
+/// Every point of a run with its raw values and stored samples: what the
+/// analysis and the report read.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub points: Vec<crate::analysis::PointData>,
+    /// Every stored sample of every point (warm-ups and failures too).
+    pub samples: Vec<(Point, Vec<Sample>)>,
+}
+
+/// Load a run for analysis, in plan order.
+pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreError> {
+    let mut data = RunData {
+        points: Vec::new(),
+        samples: Vec::new(),
+    };
+    for (point_id, point) in store.points(run_id)? {
+        let samples = store.samples(point_id)?;
+        let values = samples
+            .iter()
+            .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+            .filter_map(|s| s.metric)
+            .collect();
+        data.points.push(crate::analysis::PointData {
+            report: report(point_id, point.clone(), &samples, seed),
+            values,
+        });
+        data.samples.push((point, samples));
+    }
+    Ok(data)
+}
+
 /// The summary of one point from its samples.
 pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> PointReport {
     let measured: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();

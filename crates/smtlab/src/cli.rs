@@ -29,6 +29,12 @@ enum Command {
     List(commands::list::ListArgs),
     /// Measure a workload or command across models, placements and thread counts
     Run(Box<commands::run::RunArgs>),
+    /// Answer a question with a predefined sweep: verdicts, recommendations, report
+    Study(Box<commands::study::StudyArgs>),
+    /// Write the report of a stored run: HTML with charts, PNG/SVG, CSV, JSON, Markdown
+    Report(commands::report::ReportArgs),
+    /// Compare the matching points of two runs: ratio and 95% CI
+    Compare(commands::compare::CompareArgs),
     /// List the runs in a store
     Runs(commands::runs::RunsArgs),
     /// Show one stored run: how it was made, the machine, the results
@@ -56,6 +62,9 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Pin(a) => commands::pin::run(a),
         Command::List(a) => commands::list::run(a),
         Command::Run(a) => commands::run::run(*a),
+        Command::Study(a) => commands::study::run(*a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),
         Command::Worker => commands::worker::run(),

@@ -20,7 +20,7 @@ pub mod sysfs;
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 
@@ -28,7 +28,7 @@ pub use assemble::assemble;
 pub use render::{human_bytes, render_tree, summary_line};
 
 /// Where a topology came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
     /// This machine, read from `/` with this process's affinity mask.
@@ -40,7 +40,7 @@ pub enum Source {
 }
 
 /// Cache type, as sysfs names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheType {
     Unified,
@@ -60,7 +60,7 @@ impl CacheType {
 }
 
 /// One PU (hardware thread, what Linux calls a CPU).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pu {
     /// The kernel's CPU number (hwloc's `P#`).
     pub os_index: u32,
@@ -86,7 +86,7 @@ pub struct Pu {
     pub allowed: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Package {
     /// Logical index (hwloc's `L#`).
     pub id: usize,
@@ -95,7 +95,7 @@ pub struct Package {
     pub cpus: CpuSet,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Die {
     pub id: usize,
     pub os_index: Option<u32>,
@@ -103,7 +103,7 @@ pub struct Die {
     pub cpus: CpuSet,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Core {
     /// Logical index: unique in the machine.
     pub id: usize,
@@ -114,7 +114,7 @@ pub struct Core {
     pub cpus: CpuSet,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cache {
     /// Logical index among caches of the same level and type.
     pub id: usize,
@@ -128,7 +128,7 @@ pub struct Cache {
     pub cpus: CpuSet,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NumaNode {
     pub id: usize,
     pub os_index: u32,
@@ -142,7 +142,7 @@ pub struct NumaNode {
 
 /// A class of cores on a hybrid CPU (P-cores and E-cores), ranked like
 /// hwloc's CPU kinds: a higher `efficiency` is a bigger, faster core.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuKind {
     pub id: usize,
     pub efficiency: u32,
@@ -153,7 +153,11 @@ pub struct CpuKind {
 }
 
 /// A whole machine. Every vector is in logical order: `cores[i].id == i`.
-#[derive(Debug, Clone, Serialize)]
+///
+/// It deserializes from its JSON form (a stored run's machine) for analysis
+/// and reports; such a copy has no raw facts, so derive nothing from it with
+/// [`Topology::restricted_to_allowed`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Topology {
     pub source: Source,
     pub cpu_model: Option<String>,

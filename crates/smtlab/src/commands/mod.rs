@@ -1,14 +1,17 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod doctor;
 pub mod gate;
 pub mod list;
 pub mod pin;
 pub mod place;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod runs;
 pub mod show;
+pub mod study;
 pub mod topology;
 pub mod topology_source;
 pub mod worker;

@@ -9,37 +9,7 @@ use smtlab_core::sample::{CounterScope, CounterStatus};
 use smtlab_core::store::RunStatus;
 use smtlab_core::summary::{CounterSummary, PointReport};
 
-/// A number with 4 significant digits and an SI prefix (`1.235 M`), or a
-/// time in s/ms/µs.
-pub fn fmt_value(v: f64, unit: &str) -> String {
-    if !v.is_finite() {
-        return "-".to_string();
-    }
-    let sig = |x: f64| {
-        let digits = if x.abs() >= 100.0 {
-            1
-        } else if x.abs() >= 10.0 {
-            2
-        } else {
-            3
-        };
-        format!("{x:.digits$}")
-    };
-    if unit == "s" {
-        return match v.abs() {
-            a if a >= 1.0 => format!("{} s", sig(v)),
-            a if a >= 1e-3 => format!("{} ms", sig(v * 1e3)),
-            _ => format!("{} µs", sig(v * 1e6)),
-        };
-    }
-    let (div, p) = match v.abs() {
-        a if a >= 1e9 => (1e9, " G"),
-        a if a >= 1e6 => (1e6, " M"),
-        a if a >= 1e3 => (1e3, " k"),
-        _ => (1.0, " "),
-    };
-    format!("{}{p}{unit}", sig(v / div)).trim_end().to_string()
-}
+pub use smtlab_core::units::format_value as fmt_value;
 
 fn cpus_text(p: &Point) -> String {
     match &p.cpus {

@@ -126,6 +126,21 @@ pub struct RunArgs {
     pub source: TopologySource,
 }
 
+/// `--threads`: a list or ranges of worker counts, each 1 or more.
+pub fn parse_threads(text: &str) -> anyhow::Result<Vec<usize>> {
+    let threads: Vec<usize> = CpuSet::parse_list(text)
+        .map_err(|e| usage(format!("--threads {text}: {e}")))?
+        .iter()
+        .map(|n| n as usize)
+        .collect();
+    if threads.is_empty() || threads.contains(&0) {
+        return Err(usage(format!(
+            "--threads {text}: worker counts must be 1 or more, e.g. 1,2,4"
+        )));
+    }
+    Ok(threads)
+}
+
 /// `2%`, `0.02`.
 fn parse_fraction(flag: &str, s: &str) -> anyhow::Result<f64> {
     let v = match s.trim().strip_suffix('%') {
@@ -177,6 +192,12 @@ fn placements(values: &[String]) -> anyhow::Result<Vec<String>> {
 }
 
 fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
+    build_spec_from(a, false)
+}
+
+/// The run configuration of `a`; with `allow_no_program` (studies) giving
+/// neither -w nor --cmd leaves `programs` empty for the study's defaults.
+pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<RunSpec> {
     let mut params = BTreeMap::new();
     for p in &a.params {
         let (k, v) = p
@@ -215,6 +236,7 @@ fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
                 template: c.clone(),
             }]
         }
+        (None, None) if allow_no_program => Vec::new(),
         _ => {
             return Err(usage(
                 "nothing to run: give -w WORKLOAD (see `smtlab list`) or --cmd 'COMMAND'",
@@ -226,17 +248,7 @@ fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
         .split(',')
         .map(|m| m.trim().parse::<Model>().map_err(usage))
         .collect::<anyhow::Result<_>>()?;
-    let threads: Vec<usize> = CpuSet::parse_list(&a.threads)
-        .map_err(|e| usage(format!("--threads {}: {e}", a.threads)))?
-        .iter()
-        .map(|n| n as usize)
-        .collect();
-    if threads.is_empty() || threads.contains(&0) {
-        return Err(usage(format!(
-            "--threads {}: worker counts must be 1 or more, e.g. 1,2,4",
-            a.threads
-        )));
-    }
+    let threads = parse_threads(&a.threads)?;
     let allocs: Vec<String> = a.alloc.split(',').map(|s| s.trim().to_string()).collect();
     for al in &allocs {
         find_allocator(al).map_err(|e| usage(format!("--alloc: {e}")))?;
@@ -324,6 +336,7 @@ fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
             .transpose()?,
         seed,
         counters: !a.no_counters,
+        study: None,
     })
 }
 
@@ -356,21 +369,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             if a.dry_run {
                 return print_plan(&spec, &points, a.json);
             }
-            let store = Store::open(&a.db).map_err(usage)?;
-            let topo_json = serde_json::to_value(&topo)?;
-            let new = NewRun {
-                command_line: std::env::args().collect(),
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                git_commit: Some(smtlab_core::GIT_COMMIT.to_string()),
-                seed: spec.seed,
-                config_json: serde_json::to_value(&spec)?,
-                host: collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone()),
-            };
-            let run_id = store.create_run(&new)?;
-            let mut stored = Vec::new();
-            for p in &points {
-                stored.push((store.add_point(run_id, p)?, p.clone()));
-            }
+            let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points)?;
             (Some(store), run_id, spec, stored)
         }
     };
@@ -380,19 +379,75 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         return print_plan(&spec, &pts, a.json);
     }
 
+    let quiet = a.json || !std::io::stderr().is_terminal();
+    let status = measure(&store, run_id, &spec, &points, &a.db, quiet)?;
+    let reports = point_reports(&store, run_id, spec.seed)?;
+    let text = if a.json {
+        serde_json::to_string_pretty(&results::run_json(run_id, status, &reports))? + "\n"
+    } else {
+        results::render_table(run_id, status, &reports)
+    };
+    output::print(&text)?;
+    if status == RunStatus::Interrupted {
+        eprintln!(
+            "smtlab: run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}",
+            a.db.display()
+        );
+        return Ok(130);
+    }
+    Ok(0)
+}
+
+/// A new run in its store: the store, the run id, and each point with its id.
+pub type NewlyStored = (Store, i64, Vec<(i64, Point)>);
+
+/// Open (or create) the store and record a new run with its plan.
+pub fn create_run(
+    db: &std::path::Path,
+    spec: &RunSpec,
+    topo: &smtlab_core::Topology,
+    points: &[Point],
+) -> anyhow::Result<NewlyStored> {
+    let store = Store::open(db).map_err(usage)?;
+    let topo_json = serde_json::to_value(topo)?;
+    let new = NewRun {
+        command_line: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: Some(smtlab_core::GIT_COMMIT.to_string()),
+        seed: spec.seed,
+        config_json: serde_json::to_value(spec)?,
+        host: collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone()),
+    };
+    let run_id = store.create_run(&new)?;
+    let mut stored = Vec::new();
+    for p in points {
+        stored.push((store.add_point(run_id, p)?, p.clone()));
+    }
+    Ok((store, run_id, stored))
+}
+
+/// Measure every point of a stored run (resuming what the store holds),
+/// with a progress bar unless `quiet`, and record how the run ended.
+pub fn measure(
+    store: &Store,
+    run_id: i64,
+    spec: &RunSpec,
+    points: &[(i64, Point)],
+    db: &std::path::Path,
+    quiet: bool,
+) -> anyhow::Result<RunStatus> {
     let stop = smtlab_core::sys::interrupt_flag().context("installing the Ctrl-C handler")?;
     // Counters take about 20 descriptors per worker thread.
     let _ = smtlab_core::measure::perf_counters::raise_fd_limit();
-    let quiet = a.json || !std::io::stderr().is_terminal();
     if !quiet {
         eprintln!(
             "smtlab: run {run_id}: {} points, seed {}, store {}",
             points.len(),
             spec.seed,
-            a.db.display()
+            db.display()
         );
     }
-    let mut sink = Progress::new(&spec, points.len(), quiet);
+    let mut sink = Progress::new(spec, points.len(), quiet);
     let metric_regex = spec
         .metric
         .as_ref()
@@ -418,7 +473,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             stop,
             metric_regex: metric_regex.clone(),
         };
-        end = engine::execute(&store, &mine, &spec, &ctx, &mut sink)?;
+        end = engine::execute(store, &mine, spec, &ctx, &mut sink)?;
         if end == RunEnd::Interrupted {
             break;
         }
@@ -429,21 +484,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         RunEnd::Interrupted => RunStatus::Interrupted,
     };
     store.finish_run(run_id, status)?;
-    let reports = point_reports(&store, run_id, spec.seed)?;
-    let text = if a.json {
-        serde_json::to_string_pretty(&results::run_json(run_id, status, &reports))? + "\n"
-    } else {
-        results::render_table(run_id, status, &reports)
-    };
-    output::print(&text)?;
-    if end == RunEnd::Interrupted {
-        eprintln!(
-            "smtlab: run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}",
-            a.db.display()
-        );
-        return Ok(130);
-    }
-    Ok(0)
+    Ok(status)
 }
 
 /// Built-in fixed-time samples cannot legitimately take much longer than
@@ -462,7 +503,7 @@ fn default_timeout(points: &[(i64, Point)]) -> Option<Duration> {
     Some(Duration::from_secs_f64(longest * 10.0 + 120.0))
 }
 
-fn print_plan(spec: &RunSpec, points: &[Point], json: bool) -> anyhow::Result<i32> {
+pub fn print_plan(spec: &RunSpec, points: &[Point], json: bool) -> anyhow::Result<i32> {
     let text = if json {
         serde_json::to_string_pretty(&serde_json::json!({
             "schema": "smtlab.plan/1",

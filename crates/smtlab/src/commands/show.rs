@@ -26,20 +26,31 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+/// A run id as the user gave it: a number or `latest`. `what` names the
+/// argument in errors.
+pub fn resolve_run(
+    store: &Store,
+    text: &str,
+    db: &std::path::Path,
+    what: &str,
+) -> anyhow::Result<i64> {
+    if text == "latest" {
+        return store
+            .latest_run_id()?
+            .ok_or_else(|| usage(format!("{what} latest: {} holds no runs", db.display())));
+    }
+    let id = text.parse::<i64>().map_err(|_| {
+        usage(format!(
+            "{what} {text}: expected a run id (see `smtlab runs`) or latest"
+        ))
+    })?;
+    store.run(id).map_err(usage)?;
+    Ok(id)
+}
+
 pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let id = if a.run == "latest" {
-        store
-            .latest_run_id()?
-            .ok_or_else(|| usage(format!("RUN latest: {} holds no runs", a.db.display())))?
-    } else {
-        a.run.parse::<i64>().map_err(|_| {
-            usage(format!(
-                "RUN {}: expected a run id (see `smtlab runs`) or latest",
-                a.run
-            ))
-        })?
-    };
+    let id = resolve_run(&store, &a.run, &a.db, "RUN")?;
     let rec = store.run(id).map_err(usage)?;
     let reports = point_reports(&store, id, rec.seed)?;
     if a.json {
