@@ -68,9 +68,70 @@ fn plans_for_a_power7_sized_machine_in_text() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("plan: 6 points"), "{text}");
+    assert!(text.contains("6 points:"), "{text}");
     // N = 32: one PU per core on all 32 cores, the first PU of each.
     assert!(text.contains("0,8,16,24"), "{text}");
+}
+
+#[test]
+fn pinning_plan_from_a_real_power7_dump() {
+    // 256 PUs: 8 NUMA nodes x 8 cores x SMT4 (hwloc's 256ppc-8n8s4t).
+    let tmp = tempfile::tempdir().unwrap();
+    let tarball =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sysfs/256ppc-8n8s4t.tar.bz2");
+    let st = std::process::Command::new("tar")
+        .arg("xjf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(tmp.path())
+        .status()
+        .expect("tar runs (scripts/setup.sh installs tar and bzip2)");
+    assert!(st.success());
+    let root = tmp.path().join("256ppc-8n8s4t");
+    let doc = json(&[
+        "study",
+        "pinning",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--dry-run",
+        "--json",
+        "-w",
+        "jbb",
+    ]);
+    let cpus: Vec<(String, Value)> = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["placement"].as_str().unwrap().to_string(),
+                p["cpus"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cpus,
+        vec![
+            ("compact".to_string(), serde_json::json!([0, 1, 2, 3])),
+            ("core".to_string(), serde_json::json!([0, 4, 8, 12])),
+        ]
+    );
+    let smt = json(&[
+        "study",
+        "smt",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--dry-run",
+        "--json",
+        "-w",
+        "jbb",
+    ]);
+    assert_eq!(
+        smt["points"].as_array().unwrap().len(),
+        8,
+        "1-4 threads x 2 models"
+    );
+    assert_eq!(smt["limits"].as_array().map(|l| l.len()), Some(0));
 }
 
 #[test]
@@ -230,6 +291,63 @@ fn models_study_verdicts_agree_with_the_table_and_the_report_is_written() {
     let csv = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
     let samples: u64 = med.len() as u64 * 4;
     assert_eq!(csv.lines().count() as u64, samples + 1, "{csv}");
+    opens_in_chromium_with_every_chart(&dir, tmp.path());
+}
+
+/// The study's own report loads in headless Chromium with no console
+/// message, and every chart written to charts/ is drawn on the page.
+fn opens_in_chromium_with_every_chart(dir: &Path, tmp: &Path) {
+    let Some(browser) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+    else {
+        skip("chromium not installed (apt-get install chromium): report not opened");
+        return;
+    };
+    let charts = std::fs::read_dir(dir.join("charts"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert!(charts >= 3, "runtime, speedup and model charts at least");
+    let out = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(browser)
+        .args([
+            "--headless=new",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=1000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", tmp.join("profile").display()))
+        .arg(format!(
+            "file://{}",
+            dir.join("report.html").canonicalize().unwrap().display()
+        ))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {log}");
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert!(
+        dom.contains(&format!("data-figures=\"{charts}\""))
+            && dom.contains(&format!("data-drawn=\"{charts}\"")),
+        "not all {charts} charts drawn: {}",
+        dom.lines()
+            .find(|l| l.contains("render-check"))
+            .unwrap_or("no render-check")
+    );
 }
 
 #[test]

@@ -192,6 +192,10 @@ pub struct Analysis {
 /// without results.
 pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
     let (mut series, mut notes) = scaling::build_series(points, seed);
+    // Series too short for a fit are named in one note, not one each: a
+    // 2-core machine would otherwise list every series of a tour.
+    let mut too_short: Vec<String> = Vec::new();
+    let mut most_n = 0;
     for s in &mut series {
         s.usl = usl::fit_series(s);
         let distinct = {
@@ -201,21 +205,35 @@ pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
         };
         // A single N was never meant to scale; say nothing about it.
         if s.usl.is_none() && distinct >= 2 {
-            notes.push(if distinct < usl::MIN_DISTINCT_N {
-                format!(
-                    "{}: no scalability-law fit, with {distinct} distinct N measured ({} \
-                     needed).",
-                    scaling::describe(&s.key),
-                    usl::MIN_DISTINCT_N
-                )
+            if distinct < usl::MIN_DISTINCT_N {
+                too_short.push(scaling::describe(&s.key));
+                most_n = most_n.max(distinct);
             } else {
-                format!(
+                notes.push(format!(
                     "{}: no scalability-law fit (the throughputs are not all positive, or \
                      do not vary with N).",
                     scaling::describe(&s.key)
-                )
-            });
+                ));
+            }
         }
+    }
+    if !too_short.is_empty() {
+        let which = if too_short.len() == series.len() {
+            String::new()
+        } else {
+            format!(" for {}", too_short.join("; "))
+        };
+        notes.push(format!(
+            "No scalability-law (USL) fit{which}: a fit needs at least {} distinct N and \
+             {} measured at most {most_n} (a machine with more PUs, or --threads with more \
+             counts, allows one).",
+            usl::MIN_DISTINCT_N,
+            if too_short.len() == series.len() {
+                "this run"
+            } else {
+                "these"
+            },
+        ));
     }
     let smt_yields = smt::smt_yields(points, topo);
     if !points.is_empty() && !topo.smt_active() {
@@ -325,8 +343,15 @@ mod tests {
             "{:?}",
             a.notes
         );
-        assert!(a.notes.iter().any(|n| n
-            .starts_with("jbb (thread, smt:0, glibc): no scalability-law fit, with 2 distinct N")));
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.starts_with("No scalability-law (USL) fit")
+                    && n.contains("jbb (thread, smt:0, glibc)")
+                    && n.contains("measured at most 2")),
+            "{:?}",
+            a.notes
+        );
         assert!(a
             .notes
             .iter()

@@ -74,6 +74,14 @@ pub fn recommend(
     (out, notes)
 }
 
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// `a` is better than `b` on `metric` (strictly).
 fn better(metric: &Metric, a: f64, b: f64) -> bool {
     if metric.higher_is_better {
@@ -170,6 +178,37 @@ fn recommend_one(
             b.placement,
             format_value(best_median, &metric.unit)
         ));
+    }
+    // The other model at the same N and placement: is the model choice
+    // itself backed by the data?
+    let alt = measured
+        .iter()
+        .filter(|(p, _)| {
+            let q = &p.report.point;
+            q.workers == pt.workers && q.placement == pt.placement && q.model != pt.model
+        })
+        .copied()
+        .reduce(|acc, c| if better(&metric, c.1, acc.1) { c } else { acc });
+    if let Some((other, _)) = alt {
+        let om = model_phrase(&other.report.point.model);
+        if let Some(v) = compare(point, other, "", "", "", seed) {
+            match (v.significant, v.ci95) {
+                (true, Some((lo, hi))) => sentence.push_str(&format!(
+                    " That is {} than {om} at the same N (95% CI {:.1}–{:.1}%).",
+                    super::verdict::faster_or_slower(v.speed_ratio),
+                    (lo - 1.0).abs().min((hi - 1.0).abs()) * 100.0,
+                    (lo - 1.0).abs().max((hi - 1.0).abs()) * 100.0,
+                )),
+                (_, Some((lo, hi))) => sentence.push_str(&format!(
+                    " {} was not significantly different at the same N (95% CI of the \
+                     difference {} to {}): either model will do.",
+                    capitalise(&om),
+                    signed_pct(lo - 1.0),
+                    signed_pct(hi - 1.0)
+                )),
+                _ => {}
+            }
+        }
     }
     sentence.push_str(" Whether SMT pays: ");
     sentence.push_str(&match &smt {
@@ -315,6 +354,22 @@ mod tests {
     }
 
     #[test]
+    fn an_indistinguishable_other_model_is_named_as_equally_good() {
+        let pts = vec![
+            mk(0, Model::Thread, 1, 1.0e6, 0.005, ops()),
+            mk(1, Model::Thread, 2, 1.93e6, 0.03, ops()),
+            mk(2, Model::Process, 2, 1.92e6, 0.03, ops()),
+        ];
+        let (r, _) = recommend(&pts, &[], &no_smt(), 1);
+        let s = &r[0].sentence;
+        assert!(
+            s.contains("was not significantly different at the same N")
+                && s.contains("either model will do"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn best_point_when_clearly_better() {
         let pts = vec![
             mk(0, Model::Thread, 1, 1.0e6, 0.005, ops()),
@@ -338,8 +393,9 @@ mod tests {
             r.sentence,
             format!(
                 "For jbb: run 2 workers in the multi-thread model, placement compact (median \
-                 {}). Whether SMT pays: unknown — this machine has no SMT (one PU per core), \
-                 so whether SMT pays was not measured.",
+                 {}). That is 7.7% faster than the multi-process model at the same N (95% CI \
+                 7.0–7.9%). Whether SMT pays: unknown — this machine has no SMT (one PU per \
+                 core), so whether SMT pays was not measured.",
                 format_value(r.median, "ops/s")
             )
         );

@@ -30,7 +30,7 @@ Examples:
   smtlab study models -w jbb
   smtlab study oversub -w parfib
   smtlab study pinning --synthetic 'core:8 pu:8' --dry-run
-  smtlab study cores --fsroot fixtures/sysfs/power7 --dry-run")]
+  smtlab study smt --fsroot DUMP --dry-run   (DUMP: an extracted hwloc sysfs dump)")]
 pub struct StudyArgs {
     /// models, smt, cores, pinning or oversub; none for the tour
     #[arg(value_name = "NAME")]
@@ -181,11 +181,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
                     .collect::<anyhow::Result<Vec<_>>>()
             })
             .transpose()?,
-        threads: a
-            .threads
-            .as_deref()
-            .map(run::parse_threads)
-            .transpose()?,
+        threads: a.threads.as_deref().map(run::parse_threads).transpose()?,
     };
     let (spec, points) = study::plan(kind, &topo, base, &over).map_err(usage)?;
     let meta = spec.study.clone().expect("study::plan sets the study");
@@ -249,11 +245,7 @@ fn print_plan(
             "points": points,
         }))? + "\n"
     } else {
-        let mut s = format!(
-            "smtlab study {kind}: {}\nplan: {} points\n",
-            kind.question(),
-            points.len()
-        );
+        let mut s = format!("smtlab study {kind}: {}\n", kind.question());
         s.push_str(&results::render_plan(points));
         if let Some(m) = meta {
             for l in &m.limits {
