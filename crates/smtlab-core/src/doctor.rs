@@ -31,35 +31,66 @@ pub struct AllocatorInfo {
     /// The Debian package that installs it.
     pub package: &'static str,
     pub about: &'static str,
+    /// Environment the workers get with it (allocator options).
+    pub env: &'static [(&'static str, &'static str)],
 }
 
 /// The allocators `--alloc` knows by name.
-pub const ALLOCATORS: [AllocatorInfo; 4] = [
+pub const ALLOCATORS: [AllocatorInfo; 6] = [
     AllocatorInfo {
         name: "glibc",
         file: None,
         package: "libc6",
         about: "the C library's malloc (the default; per-thread arenas)",
+        env: &[],
     },
     AllocatorInfo {
         name: "jemalloc",
         file: Some("libjemalloc.so.2"),
         package: "libjemalloc2",
         about: "jemalloc 5 (per-thread caches, arenas per CPU count)",
+        env: &[],
     },
     AllocatorInfo {
         name: "mimalloc",
         file: Some("libmimalloc.so.2"),
         package: "libmimalloc2.0",
         about: "mimalloc v2 (per-thread heaps, free lists per page)",
+        env: &[],
     },
     AllocatorInfo {
         name: "tcmalloc",
         file: Some("libtcmalloc_minimal.so.4"),
         package: "libtcmalloc-minimal4",
         about: "gperftools tcmalloc (per-thread caches, not Google's per-CPU tcmalloc)",
+        env: &[],
+    },
+    AllocatorInfo {
+        name: "jemalloc-percpu",
+        file: Some("libjemalloc.so.2"),
+        package: "libjemalloc2",
+        about: "jemalloc 5 with one arena per CPU and transparent huge pages \
+                (MALLOC_CONF=percpu_arena:percpu,thp:always)",
+        env: &[("MALLOC_CONF", "percpu_arena:percpu,thp:always")],
+    },
+    AllocatorInfo {
+        name: "smtalloc",
+        file: Some(SMTALLOC_FILE),
+        package: "smtalloc-preload",
+        about: "smtlab's core-aware allocator: every 2 MiB huge page private to one physical core",
+        env: &[],
     },
 ];
+
+/// smtalloc's preload library, built next to the smtlab binary.
+pub const SMTALLOC_FILE: &str = "libsmtalloc.so";
+
+/// What to preload for an allocator: the library and its environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preload {
+    pub library: PathBuf,
+    pub env: Vec<(String, String)>,
+}
 
 /// Why [`find_allocator`] found nothing to preload.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +109,11 @@ pub enum AllocatorError {
     },
     #[error("allocator {0}: no such file")]
     NoSuchFile(PathBuf),
+    #[error(
+        "allocator smtalloc: {SMTALLOC_FILE} not found next to smtlab ({searched}); build it with \
+         cargo build --release -p smtalloc-preload (or without --release for a debug smtlab)"
+    )]
+    NotBuilt { searched: String },
 }
 
 /// Directories the dynamic loader searches by default, multiarch first.
@@ -101,20 +137,42 @@ pub fn locate_library(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     dirs.iter().map(|d| d.join(file)).find(|p| p.is_file())
 }
 
-/// The shared object to `LD_PRELOAD` for `--alloc NAME`: `Ok(None)` for
-/// glibc (nothing to preload), `Ok(Some(path))` for an installed allocator
-/// or an existing path (anything containing `/`, made absolute so it works
-/// from any working directory).
-pub fn find_allocator(name: &str) -> Result<Option<PathBuf>, AllocatorError> {
-    find_allocator_in(name, &library_dirs())
+/// What to `LD_PRELOAD` for `--alloc NAME`: `Ok(None)` for glibc (nothing
+/// to preload), `Ok(Some(preload))` for an installed allocator or an
+/// existing path (anything containing `/`, made absolute so it works from
+/// any working directory).
+pub fn find_allocator(name: &str) -> Result<Option<Preload>, AllocatorError> {
+    find_allocator_in(name, &allocator_dirs())
+}
+
+/// Where allocators are looked for: the directory of the smtlab binary
+/// (and its parent, for test binaries in `target/<profile>/deps`), where
+/// cargo builds `libsmtalloc.so`, then the loader's default directories.
+pub fn allocator_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            dirs.push(d.to_path_buf());
+            if d.ends_with("deps") {
+                if let Some(up) = d.parent() {
+                    dirs.push(up.to_path_buf());
+                }
+            }
+        }
+    }
+    dirs.extend(library_dirs());
+    dirs
 }
 
 /// [`find_allocator`] searching `dirs`.
-pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<PathBuf>, AllocatorError> {
+pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<Preload>, AllocatorError> {
     if name.contains('/') {
         let p = Path::new(name);
         return match p.canonicalize() {
-            Ok(abs) if abs.is_file() => Ok(Some(abs)),
+            Ok(abs) if abs.is_file() => Ok(Some(Preload {
+                library: abs,
+                env: Vec::new(),
+            })),
             _ => Err(AllocatorError::NoSuchFile(p.to_path_buf())),
         };
     }
@@ -130,7 +188,22 @@ pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<PathBuf>
         return Ok(None);
     };
     match locate_library(file, dirs) {
-        Some(p) => Ok(Some(p)),
+        None if file == SMTALLOC_FILE => Err(AllocatorError::NotBuilt {
+            searched: dirs
+                .iter()
+                .take(2)
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+        Some(p) => Ok(Some(Preload {
+            library: p,
+            env: info
+                .env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })),
         None => Err(AllocatorError::NotInstalled {
             name: info.name.to_string(),
             file: file.to_string(),
@@ -437,7 +510,14 @@ impl Facts {
                 .unwrap_or(false),
             allocators: ALLOCATORS
                 .iter()
-                .map(|a| (*a, a.file.and_then(|f| locate_library(f, &dirs))))
+                .map(|a| {
+                    let found = match a.file {
+                        Some(SMTALLOC_FILE) => locate_library(SMTALLOC_FILE, &allocator_dirs()),
+                        Some(f) => locate_library(f, &dirs),
+                        None => None,
+                    };
+                    (*a, found)
+                })
                 .collect(),
             tools: TOOLS.iter().map(|t| (*t, find_in_path(t.name))).collect(),
             nofile: crate::measure::perf_counters::nofile_limit(),
@@ -496,7 +576,7 @@ impl Report {
 }
 
 /// Every check's name, in report order.
-pub const CHECK_NAMES: [&str; 14] = [
+pub const CHECK_NAMES: [&str; 16] = [
     "pmu",
     "perf_event_paranoid",
     "hypervisor",
@@ -509,6 +589,8 @@ pub const CHECK_NAMES: [&str; 14] = [
     "allocator_jemalloc",
     "allocator_mimalloc",
     "allocator_tcmalloc",
+    "allocator_jemalloc-percpu",
+    "allocator_smtalloc",
     "wrk",
     "hyperfine",
 ];
@@ -1030,6 +1112,15 @@ pub fn diagnose(f: &Facts) -> Report {
                     None,
                 ));
             }
+            (Some(SMTALLOC_FILE), None) => {
+                absent.push(a.name);
+                checks.push(check(
+                    &name,
+                    CheckStatus::Missing,
+                    format!("not built: no {SMTALLOC_FILE} next to the smtlab binary"),
+                    Some("cargo build --release -p smtalloc-preload".to_string()),
+                ));
+            }
             (Some(file), None) => {
                 absent.push(a.name);
                 checks.push(check(
@@ -1318,20 +1409,31 @@ mod tests {
         let dirs = vec![tmp.clone()];
         assert_eq!(find_allocator_in("glibc", &dirs), Ok(None));
         assert_eq!(
-            find_allocator_in("jemalloc", &dirs),
+            find_allocator_in("jemalloc", &dirs).map(|p| p.map(|p| p.library)),
             Ok(Some(tmp.join("libjemalloc.so.2")))
+        );
+        let percpu = find_allocator_in("jemalloc-percpu", &dirs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(percpu.library, tmp.join("libjemalloc.so.2"));
+        assert_eq!(
+            percpu.env,
+            vec![(
+                "MALLOC_CONF".to_string(),
+                "percpu_arena:percpu,thp:always".to_string()
+            )]
         );
         let e = find_allocator_in("mimalloc", &dirs).unwrap_err();
         assert!(e.to_string().contains("apt install libmimalloc2.0"), "{e}");
         let e = find_allocator_in("hoard", &dirs).unwrap_err();
         assert!(
             e.to_string()
-                .contains("glibc, jemalloc, mimalloc, tcmalloc"),
+                .contains("glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc"),
             "{e}"
         );
         let path = tmp.join("libjemalloc.so.2");
         assert_eq!(
-            find_allocator_in(path.to_str().unwrap(), &[]),
+            find_allocator_in(path.to_str().unwrap(), &[]).map(|p| p.map(|p| p.library)),
             Ok(Some(path.canonicalize().unwrap()))
         );
         assert!(matches!(

@@ -117,7 +117,18 @@ impl Program {
     /// Short name for tables: the workload name or the command's first word.
     pub fn label(&self) -> String {
         match self {
-            Program::Builtin { workload, .. } => workload.clone(),
+            Program::Builtin { workload, params } => {
+                // A parameter that changes what is measured (not just its
+                // size) names a different program: `allocprobe migrate=1`
+                // must not merge with pinned allocprobe in an analysis.
+                let mut s = workload.clone();
+                for key in VARIANT_PARAMS {
+                    if let Some(v) = params.get(*key).filter(|v| v.as_str() != "0") {
+                        s.push_str(&format!(" {key}={v}"));
+                    }
+                }
+                s
+            }
             Program::Command { template } => template
                 .split_whitespace()
                 .next()
@@ -126,6 +137,10 @@ impl Program {
         }
     }
 }
+
+/// Workload parameters that change what is measured rather than its size;
+/// [`Program::label`] shows them when set.
+pub const VARIANT_PARAMS: &[&str] = &["migrate"];
 
 /// The primary metric of a point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

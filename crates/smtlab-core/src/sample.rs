@@ -8,6 +8,8 @@
 //! machine cannot give are `None` (resource usage) or a [`CounterValue`] whose
 //! status says why — never a zero.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Why a counter has, or has no, value.
@@ -170,4 +172,10 @@ pub struct Sample {
     /// Counters summed over all worker threads.
     pub counters: Vec<CounterValue>,
     pub workers: Vec<WorkerSample>,
+    /// What the workload observed besides operations (an allocator probe's
+    /// `live_objects`, `foreign_objects`, ...): additive counts, summed over
+    /// the sample's processes. Empty for most workloads and for samples
+    /// stored before extras existed.
+    #[serde(default)]
+    pub extras: BTreeMap<String, f64>,
 }

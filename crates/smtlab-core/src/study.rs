@@ -36,9 +36,11 @@ pub enum StudyKind {
     Pinning,
     /// Software threads 1, 2, 4, ... up to 4x the PUs.
     Oversub,
+    /// Allocators x models on jbb and the allocation benchmarks.
+    Alloc,
 }
 
-pub const STUDY_NAMES: [&str; 5] = ["models", "smt", "cores", "pinning", "oversub"];
+pub const STUDY_NAMES: [&str; 6] = ["models", "smt", "cores", "pinning", "oversub", "alloc"];
 
 impl StudyKind {
     pub fn name(self) -> &'static str {
@@ -49,6 +51,7 @@ impl StudyKind {
             StudyKind::Cores => "cores",
             StudyKind::Pinning => "pinning",
             StudyKind::Oversub => "oversub",
+            StudyKind::Alloc => "alloc",
         }
     }
 
@@ -63,6 +66,7 @@ impl StudyKind {
             StudyKind::Cores => "how does throughput scale with one worker per core?",
             StudyKind::Pinning => "N threads on one core's SMT siblings, or on N cores?",
             StudyKind::Oversub => "what do more software threads than PUs cost?",
+            StudyKind::Alloc => "which memory allocator, for threads and for processes?",
         }
     }
 }
@@ -74,7 +78,7 @@ impl fmt::Display for StudyKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("study `{0}`: no such study; studies are: models, smt, cores, pinning, oversub (or no name for the tour)")]
+#[error("study `{0}`: no such study; studies are: models, smt, cores, pinning, oversub, alloc (or no name for the tour)")]
 pub struct UnknownStudy(pub String);
 
 impl FromStr for StudyKind {
@@ -87,6 +91,7 @@ impl FromStr for StudyKind {
             "cores" => StudyKind::Cores,
             "pinning" => StudyKind::Pinning,
             "oversub" => StudyKind::Oversub,
+            "alloc" => StudyKind::Alloc,
             other => return Err(UnknownStudy(other.to_string())),
         })
     }
@@ -108,7 +113,19 @@ pub struct StudyMeta {
 pub struct Overrides {
     pub models: Option<Vec<Model>>,
     pub threads: Option<Vec<usize>>,
+    /// `--alloc`: the allocators to compare (the alloc study's default is
+    /// every one installed).
+    pub allocs: Option<Vec<String>>,
 }
+
+/// The allocation benchmarks of the alloc study (besides jbb).
+pub const ALLOC_BENCHMARKS: [&str; 5] = [
+    "larson",
+    "xmalloc",
+    "cache_scratch",
+    "cache_thrash",
+    "mstress",
+];
 
 /// The default workloads of studies and the tour, sized so the whole tour
 /// fits in about a minute on a 2-core machine (each sample 0.2-1 s): jbb
@@ -126,6 +143,15 @@ pub fn default_programs(kind: StudyKind) -> Vec<Program> {
         // Oversubscription shows best on a fixed problem whose threads
         // compete for PUs: parfib is the classic.
         StudyKind::Oversub => vec![p("parfib", &[("n", "41")])],
+        StudyKind::Alloc => {
+            let mut v = vec![p("jbb", &[])];
+            v.extend(ALLOC_BENCHMARKS.iter().map(|w| p(w, &[])));
+            // What a core-aware allocator is for: the foreign share, with
+            // threads pinned and with threads migrating.
+            v.push(p("allocprobe", &[]));
+            v.push(p("allocprobe", &[("migrate", "1")]));
+            v
+        }
         _ => vec![
             p("jbb", &[]),
             p("parfib", &[("n", "41")]),
@@ -260,7 +286,44 @@ pub fn plan(
             (vec![Model::Thread], placements, vec![sh.pus_per_core])
         }
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
+        // Every PU busy: where allocators differ most.
+        StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
     };
+    if kind == StudyKind::Alloc {
+        match &over.allocs {
+            Some(a) => base.allocs = a.clone(),
+            None => {
+                base.allocs = Vec::new();
+                let mut missing = Vec::new();
+                for a in crate::doctor::ALLOCATORS {
+                    match crate::doctor::find_allocator(a.name) {
+                        Ok(_) => base.allocs.push(a.name.to_string()),
+                        Err(crate::doctor::AllocatorError::NotBuilt { .. }) => {
+                            missing.push(format!(
+                                "{} (build it: cargo build --release -p {})",
+                                a.name, a.package
+                            ))
+                        }
+                        Err(_) => missing.push(format!(
+                            "{} (install the Debian package {})",
+                            a.name, a.package
+                        )),
+                    }
+                }
+                if !missing.is_empty() {
+                    limits.push(format!(
+                        "Not installed here, so not measured: {}.",
+                        missing.join(", ")
+                    ));
+                }
+            }
+        }
+        if base.mode.is_none() {
+            // Half-second samples keep allocators x models x programs
+            // within minutes; every program here runs for a fixed time.
+            base.mode = Some(Mode::FixedTime { seconds: 0.5 });
+        }
+    }
     base.models = over.models.clone().unwrap_or(models);
     base.threads = over.threads.clone().unwrap_or(threads);
     base.placements = placements.iter().map(|s| s.to_string()).collect();
@@ -403,6 +466,7 @@ pub fn findings(
         }
         StudyKind::Pinning => pinning(points, sh, seed, &mut f),
         StudyKind::Oversub => oversub(points, sh, seed, &mut f),
+        StudyKind::Alloc => alloc(points, seed, &mut f),
     }
     f
 }
@@ -579,6 +643,121 @@ fn oversub(points: &[PointData], sh: Shape, seed: u64, f: &mut Findings) {
                 f.verdicts.push(v.sentence);
             }
         }
+    }
+}
+
+/// The allocator table (throughput and its ratio to glibc, memory, huge
+/// pages, foreign share, dTLB misses) and a verdict per allocator against
+/// glibc, plus the geometric mean over the allocation benchmarks.
+fn alloc(points: &[PointData], seed: u64, f: &mut Findings) {
+    let mut rows = Vec::new();
+    // (alloc, model) -> ratios to glibc on the allocation benchmarks.
+    let mut ratios: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut any_dtlb = false;
+    for p in points {
+        let r = &p.report;
+        let pt = &r.point;
+        let prog = pt.program.label();
+        let glibc = points.iter().find(|q| {
+            let qp = &q.report.point;
+            qp.alloc == "glibc"
+                && qp.program == pt.program
+                && qp.model == pt.model
+                && qp.workers == pt.workers
+                && qp.placement == pt.placement
+        });
+        let mut vs = "-".to_string();
+        if let (Some(g), true) = (glibc, pt.alloc != "glibc") {
+            if let Some(v) = verdict::compare(
+                p,
+                g,
+                &pt.alloc,
+                "glibc",
+                &format!("{prog} in the {} model at N = {}", pt.model, pt.workers),
+                seed,
+            ) {
+                vs = match v.ci95 {
+                    Some((lo, hi)) => format!("{:.2}x [{lo:.2}, {hi:.2}]", v.speed_ratio),
+                    None => format!("{:.2}x", v.speed_ratio),
+                };
+                if ALLOC_BENCHMARKS.contains(&prog.as_str()) {
+                    ratios
+                        .entry((pt.alloc.clone(), pt.model.to_string()))
+                        .or_default()
+                        .push(v.speed_ratio);
+                }
+                f.verdicts.push(v.sentence);
+            }
+        }
+        let dtlb = r
+            .counters
+            .iter()
+            .filter(|c| c.name == "dTLB-load-misses")
+            .map(|c| c.median)
+            .collect::<Option<Vec<f64>>>()
+            .filter(|v| !v.is_empty())
+            .map(|v| v.iter().sum::<f64>());
+        any_dtlb |= dtlb.is_some();
+        let ops = r.worker_ops.iter().sum::<f64>();
+        let kb = |v: Option<f64>| v.map_or("-".to_string(), |k| value_text(k * 1024.0, "B"));
+        rows.push(vec![
+            prog,
+            pt.model.to_string(),
+            pt.alloc.clone(),
+            r.summary.as_ref().map_or("failed".to_string(), |s| {
+                value_text(s.median, &pt.metric.unit)
+            }),
+            vs,
+            kb(r.peak_rss_kb),
+            kb(r.anon_huge_kb),
+            r.extras
+                .get("foreign_share")
+                .map_or("-".to_string(), |s| format!("{:.2}%", s * 100.0)),
+            match dtlb {
+                Some(d) if ops > 0.0 => format!("{:.3}", d / ops),
+                _ => "-".to_string(),
+            },
+        ]);
+    }
+    if !any_dtlb {
+        f.limits.push(
+            "dTLB misses are not shown: this machine's PMU could not count dTLB-load-misses \
+             (or counters were off)."
+                .to_string(),
+        );
+    }
+    f.tables.push(Table {
+        title: "Allocators".to_string(),
+        columns: [
+            "program",
+            "model",
+            "allocator",
+            "throughput",
+            "vs glibc (95% CI)",
+            "peak RSS",
+            "AnonHugePages",
+            "foreign share",
+            "dTLB misses/op",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        note: Some(
+            "medians over samples; foreign share = live objects whose 2 MiB frame is mostly \
+             used by another core (allocprobe only); RSS and huge pages summed over processes"
+                .to_string(),
+        ),
+    });
+    for ((alloc, model), r) in &ratios {
+        if r.is_empty() {
+            continue;
+        }
+        let geo = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        f.verdicts.push(format!(
+            "Geometric mean over {} allocation benchmarks in the {model} model: {alloc} ran at \
+             {geo:.2}x glibc's throughput.",
+            r.len()
+        ));
     }
 }
 

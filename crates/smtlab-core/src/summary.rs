@@ -3,6 +3,8 @@
 //! reasons, and the median of every counter. Read from the store, so `run`,
 //! `show` and `--resume` all report the same numbers.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::Serialize;
 
 use crate::measure::perf_counters::{derived, Derived};
@@ -50,8 +52,43 @@ pub struct PointReport {
     pub migrations: Option<f64>,
     pub peak_rss_kb: Option<f64>,
     pub pss_kb: Option<f64>,
+    /// Transparent huge pages in use (AnonHugePages), median.
+    pub anon_huge_kb: Option<f64>,
     /// Per-worker operations (median over samples), for fairness.
     pub worker_ops: Vec<f64>,
+    /// The workload's extra observations: for each name, the median over
+    /// the successful measured samples that have it. Derived ratios are
+    /// added where their parts exist: `foreign_share` is the median over
+    /// samples of `foreign_objects / live_objects` (a median of ratios, not
+    /// a ratio of medians, so it is the share a typical sample saw).
+    pub extras: BTreeMap<String, f64>,
+}
+
+/// Medians of the samples' extras, plus the derived ratios.
+fn extras_of(ok: &[&Sample]) -> BTreeMap<String, f64> {
+    let names: BTreeSet<&String> = ok.iter().flat_map(|s| s.extras.keys()).collect();
+    let mut out: BTreeMap<String, f64> = names
+        .into_iter()
+        .filter_map(|k| {
+            Some((
+                k.clone(),
+                median_of(ok.iter().map(|s| s.extras.get(k).copied()))?,
+            ))
+        })
+        .collect();
+    let share = median_of(ok.iter().map(|s| {
+        match (
+            s.extras.get("foreign_objects"),
+            s.extras.get("live_objects"),
+        ) {
+            (Some(&f), Some(&l)) if l > 0.0 => Some(f / l),
+            _ => None,
+        }
+    }));
+    if let Some(share) = share {
+        out.insert("foreign_share".to_string(), share);
+    }
+    out
 }
 
 fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -207,7 +244,120 @@ pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> Poi
         migrations: median_of(ok.iter().map(|s| s.usage.migrations.map(|v| v as f64))),
         peak_rss_kb: median_of(ok.iter().map(|s| s.usage.peak_rss_kb.map(|v| v as f64))),
         pss_kb: median_of(ok.iter().map(|s| s.usage.pss_kb.map(|v| v as f64))),
+        anon_huge_kb: median_of(ok.iter().map(|s| s.usage.anon_huge_kb.map(|v| v as f64))),
         worker_ops,
+        extras: extras_of(&ok),
         point,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Metric, Mode, Model, Program, Spawn};
+    use crate::sample::ResourceUsage;
+
+    fn point() -> Point {
+        Point {
+            index: 0,
+            program: Program::Builtin {
+                workload: "allocprobe".into(),
+                params: BTreeMap::new(),
+            },
+            model: Model::Thread,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 2,
+            cpus: None,
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "throughput".into(),
+                unit: "allocs/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    fn sample(seq: usize, status: SampleStatus, extras: &[(&str, f64)]) -> Sample {
+        Sample {
+            seq,
+            warmup: seq == 0,
+            status,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 1.0,
+            ops: Some(10),
+            metric: (status == SampleStatus::Ok).then_some(10.0),
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: extras.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+
+    /// Medians over successful measured samples only; the foreign share is
+    /// the median of per-sample ratios; a name some samples lack is the
+    /// median of those that have it.
+    #[test]
+    fn extras_are_medians_with_a_derived_foreign_share() {
+        let samples = [
+            // Warm-up and failure: ignored.
+            sample(
+                0,
+                SampleStatus::Ok,
+                &[("live_objects", 1.0), ("foreign_objects", 1.0)],
+            ),
+            sample(1, SampleStatus::WrongResult, &[("live_objects", 9e9)]),
+            sample(
+                2,
+                SampleStatus::Ok,
+                &[("live_objects", 100.0), ("foreign_objects", 10.0)],
+            ),
+            sample(
+                3,
+                SampleStatus::Ok,
+                &[("live_objects", 200.0), ("foreign_objects", 60.0)],
+            ),
+            sample(
+                4,
+                SampleStatus::Ok,
+                &[
+                    ("live_objects", 400.0),
+                    ("foreign_objects", 80.0),
+                    ("frames", 7.0),
+                ],
+            ),
+        ];
+        let p = point();
+        let r = report(1, p.clone(), &samples, 1);
+        let want: BTreeMap<String, f64> = [
+            ("live_objects", 200.0),
+            ("foreign_objects", 60.0),
+            ("frames", 7.0),
+            // Ratios 0.1, 0.3, 0.2: median 0.2 (the ratio of medians would
+            // be 0.3).
+            ("foreign_share", 0.2),
+        ]
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(r.extras.len(), want.len());
+        for (k, v) in &want {
+            assert!((r.extras[k] - v).abs() < 1e-12, "{k}: {}", r.extras[k]);
+        }
+
+        // No extras (most workloads), or no live objects: no share.
+        let plain = [sample(1, SampleStatus::Ok, &[])];
+        assert!(report(1, p.clone(), &plain, 1).extras.is_empty());
+        let empty = [sample(
+            1,
+            SampleStatus::Ok,
+            &[("live_objects", 0.0), ("foreign_objects", 0.0)],
+        )];
+        let r = report(1, p, &empty, 1);
+        assert!(!r.extras.contains_key("foreign_share"));
+        assert_eq!(r.extras["live_objects"], 0.0);
     }
 }

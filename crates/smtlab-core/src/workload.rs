@@ -224,6 +224,18 @@ pub trait ProcessState: Send + Sync {
 
     /// Check the results of this process's workers; `Err` says what is wrong.
     fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String>;
+
+    /// What this process observed besides operations, after the window and
+    /// after [`ProcessState::verify`]: named **additive** counts (an
+    /// allocator probe's `live_objects`, `foreign_objects`, `frames`), which
+    /// the engine sums over the sample's processes, stores with the sample
+    /// and summarises per point (median over samples). Ratios are not
+    /// additive and so are not reported here: the summary derives them from
+    /// the summed counts. Most workloads observe nothing extra.
+    fn extras(&self, results: &[(WorkerSlot, WorkerResult)]) -> Vec<(String, f64)> {
+        let _ = results;
+        Vec::new()
+    }
 }
 
 pub trait WorkerState: Send {
@@ -287,6 +299,12 @@ pub fn builtin(name: &str) -> Option<Box<dyn Workload>> {
         "mandel" => Some(Box::new(crate::workloads::mandel::Mandel)),
         "stream" => Some(Box::new(crate::workloads::stream::Stream)),
         "latency" => Some(Box::new(crate::workloads::latency::Latency)),
+        "allocprobe" => Some(Box::new(crate::workloads::allocprobe::AllocProbe)),
+        "larson" => Some(Box::new(crate::workloads::larson::Larson)),
+        "xmalloc" => Some(Box::new(crate::workloads::xmalloc::Xmalloc)),
+        "cache_scratch" => Some(Box::new(crate::workloads::cache_scratch::CacheScratch)),
+        "cache_thrash" => Some(Box::new(crate::workloads::cache_thrash::CacheThrash)),
+        "mstress" => Some(Box::new(crate::workloads::mstress::Mstress)),
         _ => None,
     }
 }
@@ -294,7 +312,19 @@ pub fn builtin(name: &str) -> Option<Box<dyn Workload>> {
 /// Names of the built-in workloads, for error messages and `smtlab list`.
 pub fn builtin_names() -> Vec<&'static str> {
     vec![
-        "jbb", "spin", "stream", "latency", "parfib", "sumeuler", "mandel",
+        "jbb",
+        "spin",
+        "stream",
+        "latency",
+        "parfib",
+        "sumeuler",
+        "mandel",
+        "allocprobe",
+        "larson",
+        "xmalloc",
+        "cache_scratch",
+        "cache_thrash",
+        "mstress",
     ]
 }
 

@@ -71,6 +71,7 @@ fn sample(seq: usize, value: f64) -> Sample {
             })
             .collect(),
         workers: Vec::new(),
+        extras: Default::default(),
     }
 }
 

@@ -49,6 +49,8 @@ fn json_has_every_check() {
         "allocator_jemalloc",
         "allocator_mimalloc",
         "allocator_tcmalloc",
+        "allocator_jemalloc-percpu",
+        "allocator_smtalloc",
         "wrk",
         "hyperfine",
     ] {

@@ -33,6 +33,19 @@ fn small(workload: &str) -> Vec<&'static str> {
             "--param",
             "iters=300",
         ],
+        "allocprobe" => vec!["--param", "live=2000", "--duration", "50ms"],
+        "larson" => vec![
+            "--param",
+            "slots=500",
+            "--param",
+            "rounds=1000",
+            "--duration",
+            "50ms",
+        ],
+        "xmalloc" => vec!["--duration", "50ms"],
+        "cache_scratch" => vec!["--param", "writes=100", "--duration", "50ms"],
+        "cache_thrash" => vec!["--param", "writes=100", "--duration", "50ms"],
+        "mstress" => vec!["--param", "batch=200", "--duration", "50ms"],
         other => panic!("no small size for workload {other}: add it to this table"),
     }
 }
@@ -144,4 +157,103 @@ fn sumeuler_runs_verified() {
 #[test]
 fn mandel_runs_verified() {
     check("mandel");
+}
+
+#[test]
+fn allocprobe_runs_verified() {
+    check("allocprobe");
+}
+
+#[test]
+fn larson_runs_verified() {
+    check("larson");
+}
+
+#[test]
+fn xmalloc_runs_verified() {
+    check("xmalloc");
+}
+
+#[test]
+fn cache_scratch_runs_verified() {
+    check("cache_scratch");
+}
+
+#[test]
+fn cache_thrash_runs_verified() {
+    check("cache_thrash");
+}
+
+#[test]
+fn mstress_runs_verified() {
+    check("mstress");
+}
+
+/// The alloc probe's extra observations reach `run --json` (summed over
+/// processes, medians per point) with the derived foreign share, and are
+/// stored: `show` reads the same from the store.
+#[test]
+fn allocprobe_reports_extras() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db").display().to_string();
+    let doc = json(&[
+        "run",
+        "-w",
+        "allocprobe",
+        "--model",
+        "thread,process",
+        "--threads",
+        "2",
+        "--param",
+        "live=3000",
+        "--param",
+        "migrate=1",
+        "--param",
+        "migrate_every=200",
+        "--duration",
+        "100ms",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    for p in doc["points"].as_array().unwrap() {
+        let x = &p["extras"];
+        assert_eq!(x["live_objects"].as_f64(), Some(6000.0), "{p}");
+        let foreign = x["foreign_objects"].as_f64().unwrap();
+        assert!((0.0..=6000.0).contains(&foreign), "{p}");
+        assert!(x["frames"].as_f64().unwrap() >= 1.0, "{p}");
+        assert!(x["shared_frames"].as_f64().unwrap() <= x["frames"].as_f64().unwrap());
+        let share = x["foreign_share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{p}");
+        assert_eq!(share, foreign / 6000.0, "{p}");
+    }
+    let shown = json(&["show", "latest", "--json", "--db", &db]);
+    assert_eq!(shown["points"], doc["points"]);
+
+    // A workload without extras reports an empty object.
+    let doc = json(&[
+        "run",
+        "-w",
+        "spin",
+        "--threads",
+        "1",
+        "--duration",
+        "20ms",
+        "--warmup",
+        "0",
+        "--min-samples",
+        "1",
+        "--max-samples",
+        "1",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(doc["points"][0]["extras"], serde_json::json!({}));
 }

@@ -78,6 +78,7 @@ pub(crate) fn data(point: Point, values: &[f64]) -> PointData {
         usage: ResourceUsage::default(),
         counters: Vec::new(),
         workers: Vec::new(),
+        extras: Default::default(),
     };
     let mut samples = vec![sample(0, true, 1e9)];
     samples.extend(

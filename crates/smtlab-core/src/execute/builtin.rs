@@ -88,7 +88,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             mode: point.mode,
             counters: ctx.counters,
         };
-        match spawn(point.spawn, &ctx.exe, ctx.preload.as_deref(), &spec) {
+        match spawn(point.spawn, &ctx.exe, ctx.preload.as_ref(), &spec) {
             Ok(w) => spawned.push(w),
             Err(e) => {
                 failure = Some((
@@ -333,7 +333,7 @@ fn start_readers(
 fn spawn(
     how: Spawn,
     exe: &Path,
-    preload: Option<&Path>,
+    preload: Option<&crate::doctor::Preload>,
     spec: &WorkerSpec,
 ) -> anyhow::Result<Spawned> {
     let mut line = serde_json::to_string(spec)?;
@@ -346,7 +346,8 @@ fn spawn(
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
             if let Some(p) = preload {
-                cmd.env("LD_PRELOAD", p);
+                cmd.env("LD_PRELOAD", &p.library);
+                cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
             }
             sys::configure_child(&mut cmd, None)?;
             let mut child = cmd.spawn()?;

@@ -79,6 +79,7 @@ fn failed(point: &Point, seq: usize, warmup: bool, reason: String) -> Sample {
         usage: ResourceUsage::default(),
         counters: Vec::new(),
         workers: Vec::new(),
+        extras: Default::default(),
     }
 }
 
@@ -128,7 +129,8 @@ fn run_inner(
                 cmd.env(crate::pin::ENV_CPUS, cpus_list(&cpus));
             }
             if let Some(p) = &ctx.preload {
-                preload.push(p.display().to_string());
+                preload.push(p.library.display().to_string());
+                cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
             }
             if !preload.is_empty() {
                 cmd.env("LD_PRELOAD", preload.join(":"));
@@ -362,6 +364,8 @@ fn run_inner(
         usage,
         counters: summed,
         workers,
+        // A user command reports nothing but its metric.
+        extras: Default::default(),
     })))
 }
 

@@ -17,6 +17,7 @@ pub mod command;
 pub mod protocol;
 pub mod worker;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -32,8 +33,8 @@ use protocol::WorkerReport;
 pub struct SampleContext<'a> {
     /// The smtlab binary, for `__worker` and the pin library.
     pub exe: PathBuf,
-    /// LD_PRELOAD for the allocator under test, if any.
-    pub preload: Option<PathBuf>,
+    /// LD_PRELOAD (and options) for the allocator under test, if any.
+    pub preload: Option<crate::doctor::Preload>,
     pub timeout: Option<Duration>,
     /// Open perf counters on the workers.
     pub counters: bool,
@@ -112,6 +113,7 @@ pub(crate) fn assemble_sample(
         .and_then(|c| c.value)
         .map(|v| v.round() as u64);
     let wrong = reports.iter().find_map(|r| r.wrong_result.clone());
+    let extras = sum_extras(reports);
     let (status, reason) = match (failure, wrong) {
         (Some((s, r)), _) => (s, Some(r)),
         (None, Some(r)) => (SampleStatus::WrongResult, Some(r)),
@@ -147,7 +149,22 @@ pub(crate) fn assemble_sample(
         usage,
         counters,
         workers,
+        extras,
     }
+}
+
+/// The workers' extra observations summed over processes: they are
+/// additive counts (objects, frames), so the sample's value is the total.
+fn sum_extras(reports: &[WorkerReport]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for r in reports {
+        // A non-finite count would not survive JSON (NaN is `null`): a
+        // workload reporting one reports nothing under that name.
+        for (k, v) in r.extras.iter().filter(|(_, v)| v.is_finite()) {
+            *out.entry(k.clone()).or_insert(0.0) += v;
+        }
+    }
+    out
 }
 
 /// How a built-in workload turns a fixed-time sample into its metric.

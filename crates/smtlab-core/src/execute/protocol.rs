@@ -5,6 +5,8 @@
 //! Plain JSON lines keep the exec'd and the forked worker identical and make
 //! a worker debuggable by hand (`smtlab __worker < spec.json`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Mode;
@@ -65,6 +67,11 @@ pub struct WorkerReport {
     pub usage: ResourceUsage,
     /// `Some(reason)` when the workload's result did not verify.
     pub wrong_result: Option<String>,
+    /// The workload's extra observations for this process
+    /// ([`crate::workload::ProcessState::extras`]), to be summed over the
+    /// sample's processes. Absent from older workers' reports.
+    #[serde(default)]
+    pub extras: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

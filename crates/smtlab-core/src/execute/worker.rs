@@ -199,6 +199,8 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
         usage.anon_huge_kb = Some(m.anon_huge_kb);
     }
     let wrong_result = state.verify(&results).err();
+    // After verify: a workload may count what verification left in place.
+    let extras = state.extras(&results).into_iter().collect();
     drop(state);
     send(
         output,
@@ -207,6 +209,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
             threads,
             usage,
             wrong_result,
+            extras,
         })),
     )
 }

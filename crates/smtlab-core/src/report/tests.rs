@@ -117,6 +117,7 @@ fn sample(seq: usize, warmup: bool, status: SampleStatus, value: Option<f64>, hw
         },
         counters,
         workers: Vec::new(),
+        extras: Default::default(),
     }
 }
 

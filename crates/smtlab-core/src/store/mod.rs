@@ -474,15 +474,23 @@ impl Store {
         let tx =
             Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate).map_err(err)?;
         let u = &s.usage;
+        // NULL rather than `{}` when there is nothing extra, like every
+        // sample stored before the column existed.
+        let extras_json = if s.extras.is_empty() {
+            None
+        } else {
+            Some(self.to_json(&s.extras, "extras")?)
+        };
         let sample_id = {
             let mut st = self
                 .conn
                 .prepare_cached(
                     "INSERT INTO samples (point_id, seq, warmup, status, reason, started_at, \
                      wall_s, ops, metric, user_s, sys_s, voluntary_cs, involuntary_cs, \
-                     minor_faults, major_faults, migrations, peak_rss_kb, pss_kb, anon_huge_kb) \
+                     minor_faults, major_faults, migrations, peak_rss_kb, pss_kb, anon_huge_kb, \
+                     extras_json) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
-                     ?16, ?17, ?18, ?19)",
+                     ?16, ?17, ?18, ?19, ?20)",
                 )
                 .map_err(err)?;
             st.execute(params![
@@ -505,6 +513,7 @@ impl Store {
                 self.opt_int(u.peak_rss_kb, "peak_rss_kb")?,
                 self.opt_int(u.pss_kb, "pss_kb")?,
                 self.opt_int(u.anon_huge_kb, "anon_huge_kb")?,
+                extras_json,
             ])
             .map_err(|e| match extended_code(&e) {
                 Some(ffi::SQLITE_CONSTRAINT_UNIQUE) => StoreError::DuplicateSample {
@@ -814,7 +823,7 @@ impl Store {
                 .prepare_cached(
                     "SELECT id, seq, warmup, status, reason, started_at, wall_s, ops, metric, \
                      user_s, sys_s, voluntary_cs, involuntary_cs, minor_faults, major_faults, \
-                     migrations, peak_rss_kb, pss_kb, anon_huge_kb \
+                     migrations, peak_rss_kb, pss_kb, anon_huge_kb, extras_json \
                      FROM samples WHERE point_id = ?1 ORDER BY seq",
                 )
                 .map_err(err)?;
@@ -844,6 +853,10 @@ impl Store {
                         },
                         counters: Vec::new(),
                         workers: Vec::new(),
+                        extras: match r.get_ref(19)? {
+                            rusqlite::types::ValueRef::Null => Default::default(),
+                            _ => json_col(r, 19)?,
+                        },
                     })
                 })()
                 .map_err(err)?;

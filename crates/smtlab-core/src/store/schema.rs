@@ -175,6 +175,12 @@ SELECT
     s.anon_huge_kb, s.id AS sample_id, p.id AS point_id
 FROM samples s JOIN points p ON p.id = s.point_id;
 "#,
+    // 3: a workload's extra observations per sample (additive counts such
+    // as an allocator probe's live and foreign objects), as a JSON object;
+    // NULL when it observed nothing extra, as every older sample did.
+    r#"
+ALTER TABLE samples ADD COLUMN extras_json TEXT;
+"#,
 ];
 
 /// The schema version this build writes: the number of migrations.

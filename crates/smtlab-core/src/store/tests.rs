@@ -182,6 +182,12 @@ fn full_sample(seq: usize) -> Sample {
         },
         counters: counters(k),
         workers: vec![worker(0), worker(1)],
+        extras: [
+            ("live_objects".to_string(), 40_000.0 + k as f64),
+            ("foreign_objects".to_string(), 1.0 / 3.0),
+        ]
+        .into_iter()
+        .collect(),
     }
 }
 
@@ -199,6 +205,7 @@ fn failed_sample(seq: usize) -> Sample {
         usage: ResourceUsage::default(),
         counters: Vec::new(),
         workers: Vec::new(),
+        extras: BTreeMap::new(),
     }
 }
 
@@ -628,6 +635,22 @@ fn samples_round_trip_exactly_with_null_for_none() {
         )
         .unwrap();
     assert_eq!(nulls, (true, true, true, false, true, true));
+    // Extras: JSON when there are some, NULL (not `{}`) when there are none.
+    assert_eq!(
+        count(
+            c,
+            "SELECT count(*) FROM samples WHERE extras_json IS NULL AND seq = 1"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            c,
+            "SELECT count(*) FROM samples \
+             WHERE json_extract(extras_json, '$.live_objects') = 40000 AND seq = 0"
+        ),
+        1
+    );
     assert_eq!(
         count(
             c,
@@ -985,4 +1008,56 @@ fn run_status_names_round_trip() {
         schema::migrate(&store.conn, schema_version()).unwrap(),
         schema_version()
     );
+}
+
+/// A store written before extras existed (schema 2) opens, migrates, reads
+/// its old samples with no extras, and stores new samples with them.
+#[test]
+fn samples_of_a_store_without_extras_read_back_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..2] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+    }
+    // The sample row is written with schema 2's columns only, as every row
+    // from before the migration reads (extras_json NULL).
+    let run = {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO runs (started_at, status, command_line, smtlab_version, seed, \
+             config_json, host_json) VALUES (1.5e9, 'complete', '[]', '0.0.9', '1', '{}', '{}')",
+            [],
+        )
+        .unwrap();
+        conn.last_insert_rowid()
+    };
+    let store = Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), schema_version());
+    let point = store.add_point(run, &builtin_point(0)).unwrap();
+    store
+        .conn
+        .execute(
+            "INSERT INTO samples (point_id, seq, warmup, status, wall_s, ops, metric) \
+             VALUES (?1, 0, 0, 'ok', 1.0, 10, 10.0)",
+            [point],
+        )
+        .unwrap();
+    let old = store.samples(point).unwrap();
+    assert_eq!(old.len(), 1);
+    assert!(old[0].extras.is_empty());
+    let new = full_sample(1);
+    store.add_sample(point, &new).unwrap();
+    assert_eq!(store.samples(point).unwrap()[1], new);
+    // Old JSON without the field (a sample serialised by an older smtlab)
+    // reads as no extras too.
+    let mut v = serde_json::to_value(&new).unwrap();
+    v.as_object_mut().unwrap().remove("extras");
+    let back: Sample = serde_json::from_value(v).unwrap();
+    assert!(back.extras.is_empty());
 }

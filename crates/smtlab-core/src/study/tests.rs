@@ -121,6 +121,7 @@ fn cores_study_on_a_big_machine_uses_a_ladder_and_one_pu_per_core() {
         &Overrides {
             models: None,
             threads: Some(vec![33]),
+            allocs: None,
         },
     )
     .unwrap_err();
@@ -164,4 +165,45 @@ fn study_names_parse_and_unknown_ones_are_refused() {
         err.contains("study `smtt`") && err.contains("pinning"),
         "{err}"
     );
+}
+
+#[test]
+fn alloc_study_compares_allocators_at_every_pu_and_lists_missing_ones() {
+    let t = topo("core:2 pu:1");
+    let over = Overrides {
+        allocs: Some(vec!["glibc".into(), "jemalloc-percpu".into()]),
+        ..Overrides::default()
+    };
+    let (spec, points) = plan(StudyKind::Alloc, &t, base(Vec::new()), &over).unwrap();
+    assert_eq!(spec.threads, vec![2]);
+    assert_eq!(spec.mode, Some(Mode::FixedTime { seconds: 0.5 }));
+    // jbb, 5 benchmarks, allocprobe pinned and migrating; 2 allocators; 2 models.
+    assert_eq!(points.len(), 8 * 2 * 2);
+    let labels: Vec<String> = spec.programs.iter().map(|p| p.label()).collect();
+    assert!(
+        labels.contains(&"allocprobe migrate=1".to_string()),
+        "{labels:?}"
+    );
+    // Without --alloc: every known allocator, installed or named as missing.
+    let (spec, _) = plan(
+        StudyKind::Alloc,
+        &t,
+        base(Vec::new()),
+        &Overrides::default(),
+    )
+    .unwrap();
+    let missing = meta(&spec)
+        .limits
+        .iter()
+        .find(|l| l.starts_with("Not installed"));
+    for a in crate::doctor::ALLOCATORS {
+        let measured = spec.allocs.iter().any(|x| x == a.name);
+        let listed = missing.is_some_and(|l| l.contains(a.name));
+        assert!(
+            measured != listed,
+            "{} measured {measured}, listed {listed}",
+            a.name
+        );
+    }
+    assert!(spec.allocs.contains(&"glibc".to_string()));
 }

@@ -126,6 +126,7 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
         .unwrap();
     }
     s.push_str(&render_counters(reports));
+    s.push_str(&render_extras(reports));
     for r in reports.iter().filter(|r| !r.failures.is_empty()) {
         writeln!(s, "point {}: {} sample(s) not ok:", r.point.index, r.failed).unwrap();
         for f in r.failures.iter().take(3) {
@@ -139,6 +140,28 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
             )
             .unwrap();
         }
+    }
+    s
+}
+
+/// One line per point with the workload's extra observations (medians
+/// over samples), when it made any: `show --json` has them too.
+fn render_extras(reports: &[PointReport]) -> String {
+    let mut s = String::new();
+    for r in reports.iter().filter(|r| !r.extras.is_empty()) {
+        let items: Vec<String> = r
+            .extras
+            .iter()
+            .map(|(k, v)| {
+                if k.ends_with("_share") {
+                    format!("{k} {:.1}%", v * 100.0)
+                } else {
+                    // Counts (a median of two may end in .5).
+                    format!("{k} {v:.0}")
+                }
+            })
+            .collect();
+        writeln!(s, "point {} extras: {}", r.point.index, items.join(", ")).unwrap();
     }
     s
 }
@@ -296,6 +319,9 @@ struct PointJson<'a> {
     peak_rss_kb: Option<f64>,
     pss_kb: Option<f64>,
     worker_ops: &'a [f64],
+    /// The workload's extra observations (medians), with derived ratios
+    /// such as `foreign_share`; `{}` for most workloads.
+    extras: &'a std::collections::BTreeMap<String, f64>,
 }
 
 /// The stable JSON of a run's results (`schema: smtlab.run/1`).
@@ -341,6 +367,7 @@ pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serd
                 peak_rss_kb: r.peak_rss_kb,
                 pss_kb: r.pss_kb,
                 worker_ops: &r.worker_ops,
+                extras: &r.extras,
             }
         })
         .collect();

@@ -24,6 +24,8 @@ use crate::output;
   cores      one PU per core, 1..cores, both models
   pinning    N threads on one core's PUs vs on the first PU of N cores (N = PUs per core)
   oversub    software threads 1, 2, 4, ... up to 4x the PUs (default workload parfib)
+  alloc      allocators (glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc:
+             those installed) x thread/process model on jbb and the allocation benchmarks
 
 Examples:
   smtlab study
@@ -65,9 +67,10 @@ pub struct StudyArgs {
     /// Worker counts instead of the study's own (1,2,4 or 1-4)
     #[arg(short = 'n', long, value_name = "LIST")]
     pub threads: Option<String>,
-    /// Allocators, comma-separated
-    #[arg(long, value_name = "LIST", default_value = "glibc")]
-    pub alloc: String,
+    /// Allocators, comma-separated [default: glibc; the alloc study: every
+    /// one installed]
+    #[arg(long, value_name = "LIST")]
+    pub alloc: Option<String>,
     /// Fixed-time mode for every workload (e.g. 500ms)
     #[arg(long, value_name = "TIME", conflicts_with = "work")]
     pub duration: Option<String>,
@@ -133,7 +136,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         model: "thread".into(),
         placement: vec!["compact".into()],
         threads: "1".into(),
-        alloc: a.alloc.clone(),
+        alloc: a.alloc.clone().unwrap_or_else(|| "glibc".into()),
         spawn: "exec".into(),
         duration: a.duration.clone(),
         work: a.work,
@@ -182,6 +185,10 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             })
             .transpose()?,
         threads: a.threads.as_deref().map(run::parse_threads).transpose()?,
+        allocs: a
+            .alloc
+            .as_deref()
+            .map(|l| l.split(',').map(|x| x.trim().to_string()).collect()),
     };
     let (spec, points) = study::plan(kind, &topo, base, &over).map_err(usage)?;
     let meta = spec.study.clone().expect("study::plan sets the study");

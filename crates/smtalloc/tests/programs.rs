@@ -1,0 +1,119 @@
+//! Real programs run unchanged under LD_PRELOAD=libsmtalloc.so and must
+//! succeed with correct output. A program that is not installed is
+//! skipped (`skipped: ...`); CI installs them in scripts/setup.sh.
+
+mod common;
+
+use std::process::Command;
+
+fn stdout_of(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&common::run_preloaded(cmd).stdout).into_owned()
+}
+
+#[test]
+fn python_threads_build_and_discard_containers() {
+    if !common::have("python3") {
+        return common::skip("python3 not installed");
+    }
+    let script = r#"
+import threading
+results = []
+def work(seed):
+    total = 0
+    for i in range(3000):
+        d = {j: [j] * (j % 7) for j in range(30)}
+        l = [str(k) * (k % 5) for k in range(40)]
+        total += len(d) + len(l)
+        del d, l
+    results.append(total)
+ts = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(results))
+"#;
+    let out = stdout_of(Command::new("python3").arg("-c").arg(script));
+    assert_eq!(out.trim(), (4 * 3000 * 70).to_string());
+}
+
+#[test]
+fn sqlite3_workload() {
+    if !common::have("sqlite3") {
+        return common::skip("sqlite3 not installed (Debian package sqlite3)");
+    }
+    let sql = "create table t(id integer primary key, name text, v real);\n\
+        with recursive c(x) as (select 1 union all select x+1 from c where x < 10000)\n\
+        insert into t(name, v) select 'name' || x, x * 0.5 from c;\n\
+        create index t_name on t(name);\n\
+        select count(*), sum(id), max(name) from t;\n\
+        select v from t where name = 'name777';\n";
+    let dir = tempfile::tempdir().unwrap();
+    let out = stdout_of(
+        Command::new("sqlite3")
+            .arg(dir.path().join("db.sqlite"))
+            .arg(sql),
+    );
+    assert_eq!(out.trim(), "10000|50005000|name9999\n388.5");
+}
+
+#[test]
+fn git_init_add_commit() {
+    if !common::have("git") {
+        return common::skip("git not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let mut c = Command::new("git");
+        c.args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid");
+        stdout_of(&mut c)
+    };
+    git(&["init", "-q", "."]);
+    for i in 0..50 {
+        std::fs::write(
+            dir.path().join(format!("f{i}.txt")),
+            format!("{i}\n").repeat(i + 1),
+        )
+        .unwrap();
+    }
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "first"]);
+    let log = git(&["log", "--oneline"]);
+    assert!(log.contains("first"), "{log}");
+    let files = git(&["ls-files"]);
+    assert_eq!(files.lines().count(), 50);
+}
+
+#[test]
+fn gcc_compiles_and_program_runs() {
+    if !common::have("gcc") {
+        return common::skip("gcc not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("hello.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stdlib.h>\nint main(void){int *a=malloc(100*sizeof *a);long s=0;\
+         for(int i=0;i<100;i++){a[i]=i;s+=a[i];}printf(\"sum %ld\\n\",s);free(a);return 0;}\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("hello");
+    common::run_preloaded(Command::new("gcc").arg("-O2").arg("-o").arg(&exe).arg(&src));
+    let out = stdout_of(&mut Command::new(&exe));
+    assert_eq!(out.trim(), "sum 4950");
+}
+
+#[test]
+fn java_version() {
+    if !common::have("java") {
+        return common::skip("java not installed");
+    }
+    let out = common::run_preloaded(Command::new("java").arg("-version"));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("version"), "{text}");
+}
