@@ -14,9 +14,12 @@ if command -v apt-get >/dev/null 2>&1; then
   # compare this machine against; python3: programs run under `smtlab pin`;
   # hyperfine: the wall-time benchmark's reference; linux-perf: `perf`, the
   # independent check of hardware counters in the doctor tests; sqlite3 and
-  # git: real programs the smtalloc tests run under LD_PRELOAD.
+  # git: real programs the smtalloc tests run under LD_PRELOAD; chromium:
+  # opens the HTML report in the report tests; libjemalloc2, libmimalloc2.0,
+  # libtcmalloc-minimal4: the allocators `study alloc` compares.
   $SUDO apt-get install -y -qq --no-install-recommends \
-    gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git >/dev/null
+    gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
+    libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 >/dev/null
 else
   echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
 fi

@@ -476,3 +476,61 @@ fn report_and_compare_work_on_plain_runs() {
     assert_usage_error(&["compare", "2", "9", "--db", db], "run 9");
     assert_usage_error(&["report", "x", "--db", db], "RUN x");
 }
+
+#[test]
+fn alloc_study_table_agrees_with_its_verdicts() {
+    if smtlab_core::doctor::find_allocator("mimalloc").is_err() {
+        skip("mimalloc not installed (apt-get install libmimalloc2.0)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = study(
+        &[
+            "alloc",
+            "-w",
+            "larson,allocprobe",
+            "--alloc",
+            "glibc,mimalloc",
+            "--duration",
+            "100ms",
+        ],
+        &tmp.path().join("r"),
+        &tmp.path().join("s.db"),
+    );
+    let table = doc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["title"] == "Allocators")
+        .unwrap_or_else(|| panic!("no allocator table: {doc:#}"));
+    let rows = table["rows"].as_array().unwrap();
+    // 2 programs x 2 models x 2 allocators.
+    assert_eq!(rows.len(), 8, "{table:#}");
+    for r in rows {
+        let cell = |i: usize| r[i].as_str().unwrap().to_string();
+        let (prog, model, alloc) = (cell(0), cell(1), cell(2));
+        if alloc == "glibc" {
+            assert_eq!(cell(4), "-");
+            continue;
+        }
+        // The ratio in the table is the verdict's ratio.
+        let ratio: f64 = cell(4).split('x').next().unwrap().parse().unwrap();
+        let subject = format!("{prog} in the {model} model at N = ");
+        let sentence = doc["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .find(|s| s.contains(&subject) && s.contains(&alloc))
+            .unwrap_or_else(|| panic!("no verdict for {alloc} {subject}"));
+        if sentence.contains("faster") {
+            assert!(ratio > 1.0, "{sentence} vs {ratio}");
+        } else if sentence.contains("slower") {
+            assert!(ratio < 1.0, "{sentence} vs {ratio}");
+        }
+        if prog == "allocprobe" {
+            let share = cell(7);
+            assert!(share.ends_with('%'), "foreign share {share}");
+        }
+    }
+}

@@ -13,6 +13,37 @@ pub mod scaling;
 pub mod smt;
 #[cfg(test)]
 mod testing;
+
+#[cfg(test)]
+mod merge_notes_tests {
+    use super::merge_notes;
+
+    #[test]
+    fn three_or_more_identical_series_notes_become_one() {
+        let n = |who: &str, what: &str| format!("{who}: {what}");
+        let notes = vec![
+            n("a (thread, compact, glibc)", "no N = 1 point was measured."),
+            "A plain note.".to_string(),
+            n("b (thread, compact, glibc)", "no N = 1 point was measured."),
+            n(
+                "c (process, compact, glibc)",
+                "no N = 1 point was measured.",
+            ),
+            n("d (thread, compact, glibc)", "something else."),
+        ];
+        let merged = merge_notes(notes);
+        assert_eq!(
+            merged,
+            vec![
+                "No N = 1 point was measured (for 3 series: a (thread, compact, glibc); \
+                 b (thread, compact, glibc); c (process, compact, glibc))."
+                    .to_string(),
+                "A plain note.".to_string(),
+                "d (thread, compact, glibc): something else.".to_string(),
+            ]
+        );
+    }
+}
 pub mod usl;
 pub mod verdict;
 
@@ -170,6 +201,55 @@ pub struct Recommendation {
     pub sentence: String,
 }
 
+/// Notes of the form `SERIES: what` that say the same `what` about three or
+/// more series become one note naming them all: a sweep over many programs
+/// and allocators would otherwise repeat one sentence a dozen times.
+pub fn merge_notes(notes: Vec<String>) -> Vec<String> {
+    let split = |n: &str| {
+        n.split_once("): ")
+            .map(|(who, what)| (format!("{who})"), what.to_string()))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut done = vec![false; notes.len()];
+    for i in 0..notes.len() {
+        if done[i] {
+            continue;
+        }
+        let Some((_, what)) = split(&notes[i]) else {
+            out.push(notes[i].clone());
+            continue;
+        };
+        let same: Vec<usize> = (i..notes.len())
+            .filter(|&j| !done[j] && split(&notes[j]).is_some_and(|(_, w)| w == what))
+            .collect();
+        if same.len() < 3 {
+            out.push(notes[i].clone());
+            done[i] = true;
+            continue;
+        }
+        let whos: Vec<String> = same
+            .iter()
+            .filter_map(|&j| split(&notes[j]).map(|(w, _)| w))
+            .collect();
+        for j in same {
+            done[j] = true;
+        }
+        let mut what = what;
+        if let Some(first) = what.get(..1) {
+            what = first.to_uppercase() + &what[1..];
+        }
+        out.push(
+            format!(
+                "{} (for {} series: {})",
+                what.trim_end_matches('.'),
+                whos.len(),
+                whos.join("; ")
+            ) + ".",
+        );
+    }
+    out
+}
+
 /// Everything the analysis derives from a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
@@ -245,6 +325,7 @@ pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
     let model_verdicts = verdict::model_verdicts(points, seed);
     let (recommendations, rec_notes) = recommend::recommend(points, &smt_yields, topo, seed);
     notes.extend(rec_notes);
+    let notes = merge_notes(notes);
     Analysis {
         series,
         smt_yields,
