@@ -248,6 +248,35 @@ pub trait WorkerState: Send {
     fn finish(&mut self) -> WorkerResult;
 }
 
+/// Refuse a given value that does not have the type of its default (an
+/// integer, or a size like 384MiB), so a typo is refused when the run is
+/// planned instead of failing every sample. Range checks stay with each
+/// workload's set-up.
+pub fn check_param_types(info: &WorkloadInfo, given: &Params) -> Result<(), String> {
+    for p in &info.params {
+        let Some(v) = given.get(p.name) else { continue };
+        let one = |val: &str| Params::from([(p.name.to_string(), val.to_string())]);
+        if param_u64(&one(p.default), p.name).is_ok() {
+            param_u64(&one(v), p.name).map_err(|_| {
+                format!(
+                    "--param {}={v}: workload `{}` expects a non-negative integer here \
+                     (default {})",
+                    p.name, info.name, p.default
+                )
+            })?;
+        } else if crate::workloads::stream::param_bytes(&one(p.default), p.name).is_ok() {
+            crate::workloads::stream::param_bytes(&one(v), p.name).map_err(|_| {
+                format!(
+                    "--param {}={v}: workload `{}` expects a size in bytes with an optional \
+                     K/M/G suffix here (default {})",
+                    p.name, info.name, p.default
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Fill in defaults and refuse unknown parameters, naming them.
 pub fn resolve_params(info: &WorkloadInfo, given: &Params) -> Result<Params, String> {
     for k in given.keys() {

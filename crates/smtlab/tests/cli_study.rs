@@ -176,6 +176,23 @@ fn bad_study_input_is_one_line_exit_2() {
         &["study", "cores", "-n", "64", "--dry-run", "-w", "spin"],
         "64 workers",
     );
+    // A parameter value of the wrong type is refused at plan time.
+    assert_usage_error(
+        &[
+            "study",
+            "models",
+            "-w",
+            "jbb",
+            "--param",
+            "customers=x",
+            "--dry-run",
+        ],
+        "--param customers=x",
+    );
+    assert_usage_error(
+        &["run", "-w", "stream", "--param", "size=lots", "--dry-run"],
+        "--param size=lots",
+    );
 }
 
 /// The JSON of a finished study; its report goes to `dir`.

@@ -217,6 +217,7 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
                     ))
                 })?;
                 workload::resolve_params(&wl.info(), &params).map_err(usage)?;
+                workload::check_param_types(&wl.info(), &params).map_err(usage)?;
                 Ok(Program::Builtin {
                     workload: w.to_string(),
                     params: params.clone(),
