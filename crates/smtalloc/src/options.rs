@@ -7,6 +7,10 @@ use core::ffi::CStr;
 /// Virtual only until touched; a multiple of mimalloc's 32 MiB arena unit.
 pub const DEFAULT_RESERVE: usize = 256 << 20;
 
+/// Default `SMTALLOC_THP_AFTER`: the start of each arena region that stays
+/// in 4 KiB pages until the region's heap has claimed this much.
+pub const DEFAULT_THP_AFTER: usize = 16 << 20;
+
 /// The options (see the table in the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -19,6 +23,9 @@ pub struct Options {
     pub reserve: usize,
     /// `SMTALLOC_THP` (default on): `madvise(MADV_HUGEPAGE)` the arenas.
     pub thp: bool,
+    /// `SMTALLOC_THP_AFTER`: bytes at the start of each arena region left
+    /// in 4 KiB pages until mimalloc has claimed as many in the region.
+    pub thp_after: usize,
 }
 
 impl Default for Options {
@@ -28,6 +35,7 @@ impl Default for Options {
             verbose: 0,
             reserve: DEFAULT_RESERVE,
             thp: true,
+            thp_after: DEFAULT_THP_AFTER,
         }
     }
 }
@@ -54,6 +62,11 @@ impl Options {
         }
         if let Some(n) = get(c"SMTALLOC_THP", &mut buf) {
             o.thp = parse_bool(&buf[..n]).unwrap_or(true);
+        }
+        if let Some(n) = get(c"SMTALLOC_THP_AFTER", &mut buf) {
+            if let Some(v) = parse_size(&buf[..n]) {
+                o.thp_after = v;
+            }
         }
         o
     }
@@ -136,6 +149,13 @@ pub fn round_reserve(want: usize, unit: usize) -> usize {
     want.max(1).div_ceil(unit).saturating_mul(unit)
 }
 
+/// Rounds `SMTALLOC_THP_AFTER` up to whole 2 MiB frames (0 stays 0: every
+/// frame is advised up front).
+pub fn round_frames(want: usize) -> usize {
+    const FRAME: usize = 2 << 20;
+    want.div_ceil(FRAME).saturating_mul(FRAME)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +180,9 @@ mod tests {
         assert_eq!(round_reserve(1, 32 << 20), 32 << 20);
         assert_eq!(round_reserve(64 << 20, 32 << 20), 64 << 20);
         assert_eq!(round_reserve((64 << 20) + 1, 32 << 20), 96 << 20);
+        assert_eq!(round_frames(0), 0);
+        assert_eq!(round_frames(1), 2 << 20);
+        assert_eq!(round_frames(8 << 20), 8 << 20);
     }
 
     #[test]
@@ -169,6 +192,7 @@ mod tests {
                 b"SMTALLOC_STATS" => b"1",
                 b"SMTALLOC_RESERVE_PER_CORE" => b"128MiB",
                 b"SMTALLOC_VERBOSE" => b"2",
+                b"SMTALLOC_THP_AFTER" => b"16M",
                 _ => return None,
             };
             buf[..v.len()].copy_from_slice(v);
@@ -180,7 +204,8 @@ mod tests {
                 stats: true,
                 verbose: 2,
                 reserve: 128 << 20,
-                thp: true
+                thp: true,
+                thp_after: 16 << 20,
             }
         );
     }

@@ -275,6 +275,12 @@ pub fn print_stats() {
             " (smaps unreadable)"
         }
     ));
+    let (advised, collapsed) = engine::lazy_counters();
+    l.push_fmt(format_args!(
+        "smtalloc: lazy huge pages: first {} of each region in 4 KiB pages until the region has claimed as much; {advised} region(s) past it, {collapsed} frame(s) collapsed; mimalloc metadata arena: {} (4 KiB pages)\n",
+        Mib(engine::thp_after() as u64),
+        Mib(engine::meta_range().map_or(0, |(_, len)| len as u64)),
+    ));
     os::write_stderr(l.as_bytes());
     let mut l = Line::new();
     l.push_fmt(format_args!(

@@ -76,6 +76,13 @@ struct Region {
     core: AtomicU32,
     arena: AtomicPtr<c_void>,
     heap: AtomicPtr<MiHeap>,
+    /// The mapping's first byte; its first `lazy` bytes are advised for
+    /// huge pages only once mimalloc has claimed that many bytes of the
+    /// region (see [`commit_range`]).
+    base: AtomicUsize,
+    lazy: AtomicUsize,
+    /// Bytes of the region mimalloc has claimed (committed) so far.
+    claimed: AtomicUsize,
 }
 
 static REGIONS: [Region; MAX_REGIONS] = [const {
@@ -85,8 +92,22 @@ static REGIONS: [Region; MAX_REGIONS] = [const {
         core: AtomicU32::new(0),
         arena: AtomicPtr::new(null_mut()),
         heap: AtomicPtr::new(null_mut()),
+        base: AtomicUsize::new(0),
+        lazy: AtomicUsize::new(0),
+        claimed: AtomicUsize::new(0),
     }
 }; MAX_REGIONS];
+/// Regions whose lazy start was advised for huge pages, and frames of it
+/// collapsed into huge pages at once (`MADV_COLLAPSE`; the others are
+/// left to khugepaged).
+static LAZY_ADVISED: AtomicU64 = AtomicU64::new(0);
+static LAZY_COLLAPSED: AtomicU64 = AtomicU64::new(0);
+/// `SMTALLOC_THP_AFTER`: bytes at the start of each region that stay in
+/// 4 KiB pages until mimalloc has claimed as many in the region.
+static THP_AFTER: AtomicUsize = AtomicUsize::new(options::DEFAULT_THP_AFTER);
+/// mimalloc's metadata arena (start, len), 4 KiB pages; 0 if none.
+static META_START: AtomicUsize = AtomicUsize::new(0);
+static META_LEN: AtomicUsize = AtomicUsize::new(0);
 static NREGIONS: AtomicUsize = AtomicUsize::new(0);
 /// Cores whose arena could not be created or grown and that fell back to
 /// mimalloc's shared main heap.
@@ -172,6 +193,7 @@ fn init() {
     STATS_ON.store(opts.stats, Relaxed);
     VERBOSE.store(opts.verbose, Relaxed);
     THP.store(opts.thp, Relaxed);
+    THP_AFTER.store(options::round_frames(opts.thp_after), Relaxed);
     // SAFETY: plain getters of constants.
     let (min_size, version) = unsafe { (mi::mi_arena_min_size(), mi::mi_version()) };
     RESERVE.store(
@@ -201,6 +223,8 @@ fn init() {
             mi::mi_option_set(mi::OPT_SHOW_ERRORS, 1);
         }
     }
+
+    meta_arena(min_size);
 
     let table_len = TABLE_FRAMES * core::mem::size_of::<AtomicU32>();
     if let Some(t) = os::mmap_aligned(table_len, 4096, true) {
@@ -302,33 +326,53 @@ fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
             None => return None,
         }
     };
-    if THP.load(Relaxed) {
-        os::madvise_hugepage(base, len);
+    // Huge pages everywhere but the lazy start: mimalloc puts the arena's
+    // metadata (bitmaps and page descriptors, mostly untouched) there and
+    // fills the arena from its start, so a small heap touches only a few
+    // 4 KiB pages; the start is advised (and collapsed) once mimalloc has
+    // claimed as many bytes as it spans.
+    let lazy = if THP.load(Relaxed) {
+        THP_AFTER.load(Relaxed).min(len)
+    } else {
+        0
+    };
+    if THP.load(Relaxed) && len > lazy {
+        os::madvise_hugepage(base + lazy, len - lazy);
     }
     let mut name = [0u8; 32];
     crate::report::core_vma_name(core, &mut name);
     if let Ok(n) = core::ffi::CStr::from_bytes_until_nul(&name) {
         os::name_range(base, len, n);
     }
+    let r = &REGIONS[idx];
+    // Before registering: mimalloc already commits the metadata slices.
+    r.base.store(base, Relaxed);
+    r.lazy.store(lazy, Relaxed);
+    r.claimed.store(0, Relaxed);
     let mut arena: mi::MiArenaId = null_mut();
     // SAFETY: [base, base+len) is a fresh mapping that we give to mimalloc
-    // for good: committed (anonymous memory faults in on touch), pinned
-    // (mimalloc must never decommit/reset inside it: that would split huge
-    // pages), zero (fresh mapping), exclusive (only heaps created for this
-    // arena allocate from it).
+    // for good: registered as not committed only so that `commit_range`
+    // sees which slices mimalloc starts to use (anonymous memory faults in
+    // on touch, so "committing" does nothing), pinned (mimalloc must never
+    // decommit/reset inside it: that would split huge pages), zero (fresh
+    // mapping), exclusive (only heaps created for this arena allocate from
+    // it). The callback's argument is this region's index.
     let ok = unsafe {
-        mi::mi_manage_os_memory_ex(
+        mi::mi_manage_memory(
             base as *mut c_void,
             len,
-            true,
+            false,
             true,
             true,
             -1,
             true,
+            Some(commit_range),
+            idx as *mut c_void,
             &mut arena,
         )
     };
     if !ok {
+        r.base.store(0, Relaxed);
         os::munmap(base, len);
         return None;
     }
@@ -338,7 +382,6 @@ fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
         // The arena stays registered (mimalloc cannot unregister it) but
         // unused; record it anyway so the frame accounting stays complete.
     }
-    let r = &REGIONS[idx];
     let mut area_len = 0usize;
     // SAFETY: valid arena id and out-pointer.
     let area = unsafe { mi::mi_arena_area(arena, &mut area_len) } as usize;
@@ -359,6 +402,92 @@ fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
         os::write_stderr(line.as_bytes());
     }
     (!heap.is_null()).then_some(heap)
+}
+
+/// mimalloc's commit callback for the core arenas (`mi_manage_memory`):
+/// called when mimalloc starts to use slices it has not used before
+/// (purging is off, so each slice is committed about once; a range that
+/// straddles committed slices is passed whole). The memory is an ordinary
+/// read-write mapping already, so committing only counts the bytes claimed
+/// in the region (the heap's size, roughly); once they reach the region's
+/// lazy start, that start is advised for huge pages and its touched frames
+/// collapsed into huge pages. Decommits (never asked for with purging off)
+/// are refused: the memory stays as it is.
+unsafe extern "C" fn commit_range(
+    commit: bool,
+    _start: *mut c_void,
+    size: usize,
+    _is_zero: *mut bool,
+    arg: *mut c_void,
+) -> bool {
+    if commit {
+        claimed(arg as usize, size);
+    }
+    commit
+}
+
+fn claimed(idx: usize, size: usize) {
+    let Some(r) = REGIONS.get(idx) else {
+        return;
+    };
+    let lazy = r.lazy.load(Relaxed);
+    if lazy == 0 {
+        return;
+    }
+    let before = r.claimed.fetch_add(size, AcqRel);
+    // Exactly one caller crosses the threshold (a range passed twice only
+    // makes it cross earlier).
+    if before < lazy && before.saturating_add(size) >= lazy {
+        let base = r.base.load(Relaxed);
+        os::madvise_hugepage(base, lazy);
+        LAZY_ADVISED.fetch_add(1, Relaxed);
+        // Collapse now what is in use (frames never touched stay empty and
+        // fault in as huge pages later).
+        for f in (base..base + lazy).step_by(FRAME) {
+            if os::frame_touched(f) && os::madvise_collapse(f, FRAME) {
+                LAZY_COLLAPSED.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// Gives mimalloc a small arena of 4 KiB pages for its own metadata
+/// (heap and per-thread structures, per-heap page bitmaps): these come from
+/// non-exclusive arenas, and without one mimalloc would reserve its own
+/// (`arena_reserve`) and advise it `MADV_HUGEPAGE`, so its first few KiB of
+/// metadata would fault a whole 2 MiB page. Registered before any heap
+/// exists; mimalloc uses existing arenas before reserving new ones. Also
+/// where the shared fallback heap allocates (see [`fallback_heap`]).
+fn meta_arena(min_size: usize) {
+    // SAFETY: constant getter.
+    let align = unsafe { mi::mi_arena_min_alignment() }.max(4096);
+    let len = min_size.max(FRAME);
+    let Some(base) = os::mmap_aligned(len, align, true) else {
+        return;
+    };
+    let base = base.as_ptr() as usize;
+    os::madvise_nohugepage(base, len);
+    let mut arena: mi::MiArenaId = null_mut();
+    // SAFETY: a fresh mapping given to mimalloc for good: committed
+    // (faults in on touch), pinned (never decommitted), zero, shared.
+    let ok = unsafe {
+        mi::mi_manage_os_memory_ex(
+            base as *mut c_void,
+            len,
+            true,
+            true,
+            true,
+            -1,
+            false,
+            &mut arena,
+        )
+    };
+    if ok {
+        META_START.store(base, Relaxed);
+        META_LEN.store(len, Relaxed);
+    } else {
+        os::munmap(base, len);
+    }
 }
 
 /// The heap of `core`, creating its first arena if needed.
@@ -962,6 +1091,27 @@ pub fn large_counters() -> (u64, u64, u64) {
         LARGE_LIVE_BLOCKS.load(Relaxed),
         LARGE_TOTAL.load(Relaxed),
     )
+}
+
+/// `SMTALLOC_THP_AFTER` as used (0 when THP is off or advised up front).
+pub fn thp_after() -> usize {
+    if THP.load(Relaxed) {
+        THP_AFTER.load(Relaxed)
+    } else {
+        0
+    }
+}
+
+/// mimalloc's metadata arena as (start, len), if smtalloc made one.
+pub fn meta_range() -> Option<(usize, usize)> {
+    let len = META_LEN.load(Relaxed);
+    (len != 0).then(|| (META_START.load(Relaxed), len))
+}
+
+/// (regions whose lazy start was advised for huge pages, frames of it
+/// collapsed at once with `MADV_COLLAPSE`).
+pub fn lazy_counters() -> (u64, u64) {
+    (LAZY_ADVISED.load(Relaxed), LAZY_COLLAPSED.load(Relaxed))
 }
 
 /// How many times a core fell back to mimalloc's shared main heap.

@@ -40,6 +40,17 @@ pub type MiBlockVisitFun = unsafe extern "C" fn(
     arg: *mut c_void,
 ) -> bool;
 
+/// `mi_commit_fun_t`: mimalloc calls it to commit (`commit == true`) or
+/// decommit a range of an arena registered with [`mi_manage_memory`];
+/// `is_zero` may be NULL.
+pub type MiCommitFun = unsafe extern "C" fn(
+    commit: bool,
+    start: *mut c_void,
+    size: usize,
+    is_zero: *mut bool,
+    arg: *mut c_void,
+) -> bool;
+
 // mi_option_t values of mimalloc 3.3 (include/mimalloc.h).
 pub const OPT_SHOW_ERRORS: c_int = 0;
 pub const OPT_VERBOSE: c_int = 2;
@@ -70,6 +81,18 @@ extern "C" {
         is_zero: bool,
         numa_node: c_int,
         exclusive: bool,
+        arena_id: *mut MiArenaId,
+    ) -> bool;
+    pub fn mi_manage_memory(
+        start: *mut c_void,
+        size: usize,
+        is_committed: bool,
+        is_pinned: bool,
+        is_zero: bool,
+        numa_node: c_int,
+        exclusive: bool,
+        commit_fun: Option<MiCommitFun>,
+        commit_fun_arg: *mut c_void,
         arena_id: *mut MiArenaId,
     ) -> bool;
     pub fn mi_arena_area(arena_id: MiArenaId, size: *mut usize) -> *mut c_void;

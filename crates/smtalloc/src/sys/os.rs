@@ -263,6 +263,28 @@ pub fn madvise_nohugepage(addr: usize, len: usize) {
     unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE) };
 }
 
+/// Whether any 4 KiB page of the 2 MiB frame at `addr` is resident
+/// (`mincore`); true if that cannot be told.
+pub fn frame_touched(addr: usize) -> bool {
+    let mut vec = [0u8; FRAME / 4096];
+    // SAFETY: `vec` has one byte per 4 KiB page of the frame (mincore
+    // writes one per page of the system page size, which is >= 4 KiB, so
+    // at most this many); the frame is one of our mappings.
+    let r = unsafe { libc::mincore(addr as *mut libc::c_void, FRAME, vec.as_mut_ptr()) };
+    r != 0 || vec.iter().any(|b| b & 1 != 0)
+}
+
+/// `madvise(MADV_COLLAPSE)` (Linux 6.1+): synchronously replace the 4 KiB
+/// pages of `[addr, addr+len)` (whole 2 MiB frames) by huge pages, copying
+/// what is resident, safe while other threads use the memory. Best effort:
+/// false on older kernels or when no huge page is available (then
+/// khugepaged collapses the range later if it is `MADV_HUGEPAGE`-advised).
+pub fn madvise_collapse(addr: usize, len: usize) -> bool {
+    const MADV_COLLAPSE: c_int = 25;
+    // SAFETY: the range is one of our mappings; collapsing keeps contents.
+    unsafe { libc::madvise(addr as *mut libc::c_void, len, MADV_COLLAPSE) == 0 }
+}
+
 /// Names an anonymous range (`[anon:NAME]` in /proc/PID/maps, Linux 5.17+
 /// with CONFIG_ANON_VMA_NAME). Best effort: it also keeps the kernel from
 /// merging two cores' adjacent arenas into one VMA, so per-core smaps
