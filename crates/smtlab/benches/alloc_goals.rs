@@ -13,7 +13,8 @@
 //!
 //! Allocators are measured in alternating rounds (every allocator once per
 //! round) so that drift of the machine affects all of them alike; each
-//! number is the median over rounds of each round's median.
+//! number is the median over rounds of each round's median. Rounds: 3, or
+//! `ALLOC_GOALS_ROUNDS`.
 
 mod common;
 
@@ -22,7 +23,9 @@ use std::path::Path;
 use std::process::Command;
 
 const BENCHMARKS: &str = "larson,xmalloc,cache_scratch,cache_thrash,mstress";
-const ROUNDS: usize = 3;
+/// Rounds when `ALLOC_GOALS_ROUNDS` is not set: enough for a median that
+/// one noisy round cannot move, short enough (~5 min) to run often.
+const DEFAULT_ROUNDS: usize = 3;
 
 /// `smtlab run ... --json` for one allocator: the points' JSON.
 fn run(bin: &str, db: &Path, args: &[&str]) -> Vec<serde_json::Value> {
@@ -85,6 +88,14 @@ fn main() {
             ok
         })
         .collect();
+    let rounds: usize = match std::env::var("ALLOC_GOALS_ROUNDS") {
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|&r| r > 0)
+            .expect("ALLOC_GOALS_ROUNDS: expected a positive integer"),
+        Err(_) => DEFAULT_ROUNDS,
+    };
     let machine = common::machine();
     println!("machine: {machine}");
     let dir = tempfile::tempdir().unwrap();
@@ -92,7 +103,7 @@ fn main() {
     let mut tput: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut rss: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut foreign: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for a in &allocs {
             let db = dir.path().join(format!("{a}.db"));
             for p in run(bin, &db, &["-w", BENCHMARKS, "--alloc", a]) {
@@ -119,7 +130,7 @@ fn main() {
                 }
             }
         }
-        println!("round {} of {ROUNDS} done", round + 1);
+        println!("round {} of {rounds} done", round + 1);
     }
     let med = |m: &BTreeMap<(String, String), Vec<f64>>, a: &str, w: &str| {
         m.get(&(a.to_string(), w.to_string()))
@@ -218,7 +229,7 @@ fn main() {
         .collect();
     common::write_results(
         "alloc_goals",
-        &serde_json::json!({"machine": machine, "rounds": ROUNDS, "rows": rows, "goals": goals}),
+        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows, "goals": goals}),
     );
 }
 

@@ -77,10 +77,45 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
         reports.len()
     )
     .unwrap();
+    // Columns as wide as their longest entry, so that long workload names
+    // (cache_scratch) and placements keep the table aligned.
+    let width = |f: &dyn Fn(&Point) -> String, title: &str| {
+        reports
+            .iter()
+            .map(|r| f(&r.point).chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let wp = width(&|p| p.program.label(), "program");
+    let wm = width(&|p| p.model.to_string(), "model");
+    let wl = width(&|p| p.placement.clone(), "placement");
+    // The allocator is part of a point's identity: shown as soon as a run
+    // uses one other than the system's (otherwise points would look alike).
+    let show_alloc = reports.iter().any(|r| r.point.alloc != "glibc");
+    let wa = width(&|p| p.alloc.clone(), "alloc");
+    let alloc_col = |a: &str| {
+        if show_alloc {
+            format!(" {a:<wa$}")
+        } else {
+            String::new()
+        }
+    };
     writeln!(
         s,
-        "{:>3}  {:<10} {:<13} {:<9} {:>3} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
-        "#", "program", "model", "placement", "N", "cpus", "n", "median", "95% CI", "±", "out"
+        "{:>3}  {:<wp$} {:<wm$} {:<wl$} {:>3}{} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
+        "#",
+        "program",
+        "model",
+        "placement",
+        "N",
+        alloc_col("alloc"),
+        "cpus",
+        "n",
+        "median",
+        "95% CI",
+        "±",
+        "out"
     )
     .unwrap();
     for r in reports {
@@ -99,12 +134,13 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
         };
         writeln!(
             s,
-            "{:>3}  {:<10} {:<13} {:<9} {:>3} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
+            "{:>3}  {:<wp$} {:<wm$} {:<wl$} {:>3}{} {:<12} {:>4}  {:>12}  {:<25} {:>6} {:>4}",
             p.index,
             p.program.label(),
             p.model.to_string(),
             p.placement,
             p.workers,
+            alloc_col(&p.alloc),
             cpus_text(p),
             r.samples,
             median,
@@ -381,7 +417,74 @@ pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serd
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_value;
+    use super::{fmt_value, render_table};
+    use smtlab_core::plan::{Metric, Mode, Model, Point, Program, Spawn};
+    use smtlab_core::store::RunStatus;
+    use smtlab_core::summary;
+
+    fn point(index: usize, workload: &str, alloc: &str) -> Point {
+        Point {
+            index,
+            program: Program::Builtin {
+                workload: workload.into(),
+                params: Default::default(),
+            },
+            model: Model::Thread,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 2,
+            cpus: Some(vec![0, 1]),
+            oversubscription: 1.0,
+            alloc: alloc.into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "throughput".into(),
+                unit: "ops/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    /// Rows of the results table, split into cells on runs of spaces.
+    fn rows(points: Vec<Point>) -> Vec<Vec<String>> {
+        let reports: Vec<_> = points
+            .into_iter()
+            .map(|p| summary::report(p.index as i64, p, &[], 1))
+            .collect();
+        render_table(1, RunStatus::Complete, &reports)
+            .lines()
+            .skip(1)
+            .take(reports.len() + 1)
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
+    #[test]
+    fn allocator_column_appears_when_a_run_uses_another_allocator() {
+        let t = rows(vec![
+            point(0, "cache_scratch", "glibc"),
+            point(1, "larson", "smtalloc"),
+        ]);
+        assert_eq!(t[0][..6], ["#", "program", "model", "placement", "N", "alloc"]);
+        assert_eq!(t[1][..6], ["0", "cache_scratch", "thread", "compact", "2", "glibc"]);
+        assert_eq!(t[2][..6], ["1", "larson", "thread", "compact", "2", "smtalloc"]);
+        // The system allocator alone: no column to tell points apart by.
+        let t = rows(vec![point(0, "spin", "glibc")]);
+        assert_eq!(t[0][..6], ["#", "program", "model", "placement", "N", "cpus"]);
+    }
+
+    #[test]
+    fn long_program_names_keep_the_columns_aligned() {
+        let reports: Vec<_> = [point(0, "cache_scratch", "glibc"), point(1, "jbb", "glibc")]
+            .into_iter()
+            .map(|p| summary::report(p.index as i64, p, &[], 1))
+            .collect();
+        let table = render_table(1, RunStatus::Complete, &reports);
+        let lines: Vec<&str> = table.lines().skip(1).take(3).collect();
+        let col = |l: &str| l.find("thread").or_else(|| l.find("model")).unwrap();
+        assert_eq!(col(lines[0]), col(lines[1]), "{table}");
+        assert_eq!(col(lines[1]), col(lines[2]), "{table}");
+    }
 
     #[test]
     fn values_have_four_significant_digits() {
