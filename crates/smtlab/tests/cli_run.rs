@@ -177,6 +177,17 @@ fn spin_sweep_over_models_placements_and_threads_stores_every_sample() {
         text.contains("run 1 (complete): 8 points, 24 measured samples, 0 failed"),
         "{text}"
     );
+    // The host line reads the stored facts: SMT as the topology had it.
+    let smt = if shown["run"]["host"]["smt_active"] == true {
+        "SMT on"
+    } else {
+        "SMT off"
+    };
+    let host = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("host "))
+        .unwrap();
+    assert!(host.contains(smt) && !host.contains('?'), "{host}");
 }
 
 #[test]

@@ -465,12 +465,24 @@ mod tests {
             point(0, "cache_scratch", "glibc"),
             point(1, "larson", "smtalloc"),
         ]);
-        assert_eq!(t[0][..6], ["#", "program", "model", "placement", "N", "alloc"]);
-        assert_eq!(t[1][..6], ["0", "cache_scratch", "thread", "compact", "2", "glibc"]);
-        assert_eq!(t[2][..6], ["1", "larson", "thread", "compact", "2", "smtalloc"]);
+        assert_eq!(
+            t[0][..6],
+            ["#", "program", "model", "placement", "N", "alloc"]
+        );
+        assert_eq!(
+            t[1][..6],
+            ["0", "cache_scratch", "thread", "compact", "2", "glibc"]
+        );
+        assert_eq!(
+            t[2][..6],
+            ["1", "larson", "thread", "compact", "2", "smtalloc"]
+        );
         // The system allocator alone: no column to tell points apart by.
         let t = rows(vec![point(0, "spin", "glibc")]);
-        assert_eq!(t[0][..6], ["#", "program", "model", "placement", "N", "cpus"]);
+        assert_eq!(
+            t[0][..6],
+            ["#", "program", "model", "placement", "N", "cpus"]
+        );
     }
 
     #[test]

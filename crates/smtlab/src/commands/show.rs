@@ -83,8 +83,13 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
         field("hostname"),
         field("cpu_model"),
         field("kernel"),
-        field("smt"),
-        field("governor"),
+        // Stored as whether any core had more than one PU online.
+        if rec.host.smt_active { "on" } else { "off" },
+        // No cpufreq (as in most VMs): no governor to report.
+        match &rec.host.governor {
+            Some(g) => g.as_str(),
+            None => "none",
+        },
         field("thp"),
         field("perf_event_paranoid")
     )?;
