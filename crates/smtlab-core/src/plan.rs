@@ -109,7 +109,7 @@ pub enum Program {
         workload: String,
         params: BTreeMap<String, String>,
     },
-    /// A user command template with `{n}`, `{rank}`, `{cpus}` placeholders.
+    /// A user command template with `{threads}` (or `{n}`), `{rank}`, `{cpus}` placeholders.
     Command { template: String },
 }
 

@@ -190,6 +190,32 @@ fn spin_sweep_over_models_placements_and_threads_stores_every_sample() {
     assert!(host.contains(smt) && !host.contains('?'), "{host}");
 }
 
+/// clap's help renderer turns a literal `{n}` into a line break, which once
+/// cut the `--cmd` help and the examples in half; they use `{threads}`.
+#[test]
+fn help_shows_the_placeholders_and_examples_intact() {
+    for (cmd, wanted) in [
+        (
+            "run",
+            &[
+                "--cmd 'stress-ng --cpu {threads} -t 2' --model thread --threads 1,2",
+                "--cmd './bench -j {threads}' --metric",
+                "{threads} (threads of this process",
+            ][..],
+        ),
+        ("study", &["{threads} (threads of this process"][..]),
+    ] {
+        let out = smtlab().args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for w in wanted {
+            // clap may wrap the option's help; compare with single spaces.
+            let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(w), "smtlab {cmd} --help lacks {w:?}:\n{help}");
+        }
+    }
+}
+
 #[test]
 fn user_command_sweep_fills_placeholders_per_model() {
     if !two_cpus() {
@@ -197,12 +223,13 @@ fn user_command_sweep_fills_placeholders_per_model() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = db(&dir);
-    // Each process prints its {n}; summed over processes it is N in both
-    // models (1 process x N threads, or N processes x 1).
+    // Each process prints its thread count twice, as {threads} and as its
+    // short form {n} ("11" for 1, "22" for 2); summed over processes it is
+    // 11 x N in both models (1 process x N threads, or N processes x 1).
     let doc = json(&[
         "run",
         "--cmd",
-        "echo threads={n} rank={rank} cpus={cpus}",
+        "echo threads={threads}{n} rank={rank} cpus={cpus}",
         "--metric",
         "n=threads=([0-9]+)",
         "--model",
@@ -225,7 +252,8 @@ fn user_command_sweep_fills_placeholders_per_model() {
     assert_eq!(pts.len(), 8);
     for p in pts {
         assert_eq!(p["failed"], 0, "{p}");
-        assert_eq!(p["median"].as_f64(), p["threads"].as_f64(), "{p}");
+        let threads = p["threads"].as_f64().unwrap();
+        assert_eq!(p["median"].as_f64(), Some(11.0 * threads), "{p}");
         check_counters(p);
     }
     // Without --metric the metric is the wall time.

@@ -1,8 +1,10 @@
 //! smtlab's side of one sample of a user command (`--cmd TEMPLATE`).
 //!
 //! One process per rank runs `sh -c` with the template's placeholders
-//! filled in: `{n}` (threads for this process), `{rank}`, `{cpus}` (its CPU
-//! list, comma-separated; empty when not pinned). In the thread and hybrid
+//! filled in: `{threads}` or its short form `{n}` (threads for this
+//! process), `{rank}`, `{cpus}` (its CPU list, comma-separated; empty when
+//! not pinned). `{threads}` exists because clap's help renderer turns a
+//! literal `{n}` into a line break, so `--help` texts cannot show `{n}`. In the thread and hybrid
 //! models the process's threads are pinned one by one with `smtlab pin`'s
 //! preload library; in the process model each process is confined to its
 //! CPU. All processes are created blocked before `exec` (so counters can be
@@ -38,6 +40,7 @@ const KEEP_OUTPUT: usize = 1 << 20;
 pub fn expand(template: &str, n: usize, rank: usize, cpus: &[u32]) -> String {
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
     template
+        .replace("{threads}", &n.to_string())
         .replace("{n}", &n.to_string())
         .replace("{rank}", &rank.to_string())
         .replace("{cpus}", &list.join(","))
@@ -429,6 +432,14 @@ mod tests {
             "run -t 4 --rank 1 --cpus 4,5,6,7"
         );
         assert_eq!(expand("x {cpus}", 1, 0, &[]), "x ");
+    }
+
+    #[test]
+    fn threads_is_the_long_form_of_n() {
+        assert_eq!(
+            expand("a {threads} b {n} c {threads}", 3, 0, &[]),
+            "a 3 b 3 c 3"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod gate;
 pub mod list;
 pub mod pin;
 pub mod place;
+pub mod program_args;
 pub mod report;
 pub mod results;
 pub mod run;

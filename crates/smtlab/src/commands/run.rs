@@ -20,6 +20,7 @@ use smtlab_core::store::{collect_host_facts, NewRun, RunStatus, Store};
 use smtlab_core::summary::point_reports;
 use smtlab_core::workload;
 
+use super::program_args::ProgramArgs;
 use super::results;
 use super::topology_source::TopologySource;
 use crate::exit::usage;
@@ -28,20 +29,12 @@ use crate::output;
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
   smtlab run -w spin --model thread,process --placement compact,scatter --threads 1,2
-  smtlab run --cmd 'stress-ng --cpu {n} -t 2' --model thread --threads 1,2
-  smtlab run --cmd './bench -j {n}' --metric 'rate=([0-9.]+) ops/s' --metric-unit ops/s
+  smtlab run --cmd 'stress-ng --cpu {threads} -t 2' --model thread --threads 1,2
+  smtlab run --cmd './bench -j {threads}' --metric 'rate=([0-9.]+) ops/s' --metric-unit ops/s
   smtlab run --resume 3")]
 pub struct RunArgs {
-    /// Built-in workload(s) to measure, comma-separated (see `smtlab list`)
-    #[arg(short = 'w', long, value_name = "NAME", conflicts_with = "cmd")]
-    pub workload: Option<String>,
-    /// A workload parameter, KEY=VALUE (repeatable)
-    #[arg(long = "param", value_name = "K=V")]
-    pub params: Vec<String>,
-    /// Run this command instead of a built-in workload; placeholders: {n}
-    /// (threads of this process), {rank}, {cpus} (its CPU list)
-    #[arg(long, value_name = "TEMPLATE")]
-    pub cmd: Option<String>,
+    #[command(flatten)]
+    pub program: ProgramArgs,
     /// Execution models, comma-separated: thread, process, hybrid:PxT
     #[arg(long, value_name = "MODELS", default_value = "thread")]
     pub model: String,
@@ -67,22 +60,6 @@ pub struct RunArgs {
     /// instances for queue workloads), metric = wall time
     #[arg(long, value_name = "OPS")]
     pub work: Option<u64>,
-    /// Read the metric from a command's output: NAME=REGEX (first capture
-    /// group, last match; summed over processes)
-    #[arg(long, value_name = "NAME=REGEX", requires = "cmd")]
-    pub metric: Option<String>,
-    /// Unit of --metric, for tables
-    #[arg(long, value_name = "UNIT", default_value = "", requires = "metric")]
-    pub metric_unit: String,
-    /// Whether a larger --metric is better (throughput) or worse (time);
-    /// with `lower` the slowest process counts instead of the sum
-    #[arg(
-        long,
-        value_name = "higher|lower",
-        default_value = "higher",
-        requires = "metric"
-    )]
-    pub metric_better: String,
     /// Warm-up samples per point (stored, flagged, excluded)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
@@ -199,13 +176,13 @@ fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
 /// neither -w nor --cmd leaves `programs` empty for the study's defaults.
 pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<RunSpec> {
     let mut params = BTreeMap::new();
-    for p in &a.params {
+    for p in &a.program.params {
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| usage(format!("--param {p}: expected KEY=VALUE")))?;
         params.insert(k.trim().to_string(), v.trim().to_string());
     }
-    let programs: Vec<Program> = match (&a.workload, &a.cmd) {
+    let programs: Vec<Program> = match (&a.program.workload, &a.program.cmd) {
         (Some(ws), None) => ws
             .split(',')
             .map(|w| {
@@ -225,7 +202,7 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
             })
             .collect::<anyhow::Result<_>>()?,
         (None, Some(c)) => {
-            if !a.params.is_empty() {
+            if !a.program.params.is_empty() {
                 return Err(usage(
                     "--param applies to built-in workloads; put a command's arguments in --cmd",
                 ));
@@ -264,7 +241,7 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
             "--alloc needs --spawn exec: a forked worker keeps the parent's allocator (LD_PRELOAD acts at exec)",
         ));
     }
-    let is_cmd = a.cmd.is_some();
+    let is_cmd = a.program.cmd.is_some();
     let mode = match (&a.duration, a.work) {
         (_, Some(0)) => return Err(usage("--work 0: give a positive number of operations")),
         (None, Some(w)) if !is_cmd => Some(Mode::FixedWork { work: w }),
@@ -278,14 +255,14 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
             ))
         }
     };
-    let metric = match &a.metric {
+    let metric = match &a.program.metric {
         None => None,
         Some(m) => {
             let (name, re) = m
                 .split_once('=')
                 .ok_or_else(|| usage(format!("--metric {m}: expected NAME=REGEX")))?;
             regex::Regex::new(re).map_err(|e| usage(format!("--metric {m}: bad regex: {e}")))?;
-            let higher = match a.metric_better.as_str() {
+            let higher = match a.program.metric_better.as_str() {
                 "higher" => true,
                 "lower" => false,
                 o => {
@@ -297,7 +274,7 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
             Some(MetricSpec {
                 name: name.trim().to_string(),
                 regex: re.to_string(),
-                unit: a.metric_unit.clone(),
+                unit: a.program.metric_unit.clone(),
                 higher_is_better: higher,
             })
         }

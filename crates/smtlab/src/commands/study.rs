@@ -9,6 +9,7 @@ use smtlab_core::plan::{Model, Point};
 use smtlab_core::store::RunStatus;
 use smtlab_core::study::{self, Overrides, StudyKind};
 
+use super::program_args::ProgramArgs;
 use super::report::{self, Built};
 use super::results;
 use super::run::{self, RunArgs};
@@ -37,30 +38,8 @@ pub struct StudyArgs {
     /// models, smt, cores, pinning or oversub; none for the tour
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
-    /// Built-in workload(s), comma-separated (default: jbb, parfib, sumeuler,
-    /// mandel at tour sizes; parfib for oversub)
-    #[arg(short = 'w', long, value_name = "NAME", conflicts_with = "cmd")]
-    pub workload: Option<String>,
-    /// A workload parameter, KEY=VALUE (repeatable; applies to every -w)
-    #[arg(long = "param", value_name = "K=V")]
-    pub params: Vec<String>,
-    /// Study this command instead of built-in workloads ({n}, {rank}, {cpus})
-    #[arg(long, value_name = "TEMPLATE")]
-    pub cmd: Option<String>,
-    /// Read the metric from a command's output: NAME=REGEX
-    #[arg(long, value_name = "NAME=REGEX", requires = "cmd")]
-    pub metric: Option<String>,
-    /// Unit of --metric
-    #[arg(long, value_name = "UNIT", default_value = "", requires = "metric")]
-    pub metric_unit: String,
-    /// Whether a larger --metric is better
-    #[arg(
-        long,
-        value_name = "higher|lower",
-        default_value = "higher",
-        requires = "metric"
-    )]
-    pub metric_better: String,
+    #[command(flatten)]
+    pub program: ProgramArgs,
     /// Models instead of the study's own (thread, process, hybrid:PxT)
     #[arg(long, value_name = "MODELS")]
     pub model: Option<String>,
@@ -130,9 +109,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
     let topo = a.source.load()?;
     let tour = kind == StudyKind::Tour;
     let run_args = RunArgs {
-        workload: a.workload.clone(),
-        params: a.params.clone(),
-        cmd: a.cmd.clone(),
+        program: a.program.clone(),
         model: "thread".into(),
         placement: vec!["compact".into()],
         threads: "1".into(),
@@ -140,9 +117,6 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         spawn: "exec".into(),
         duration: a.duration.clone(),
         work: a.work,
-        metric: a.metric.clone(),
-        metric_unit: a.metric_unit.clone(),
-        metric_better: a.metric_better.clone(),
         warmup: a.warmup,
         min_samples: a.min_samples,
         max_samples: a
