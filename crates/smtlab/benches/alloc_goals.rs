@@ -11,10 +11,15 @@
 //!   program under `SMTALLOC_STATS=1`, goal >= 90%);
 //! * jbb throughput in the thread model against glibc (goal >= 1.0).
 //!
-//! Allocators are measured in alternating rounds (every allocator once per
-//! round) so that drift of the machine affects all of them alike; each
-//! number is the median over rounds of each round's median. Rounds: 3, or
-//! `ALLOC_GOALS_ROUNDS`.
+//! All allocators of one workload are measured in **one** `smtlab run`,
+//! whose engine interleaves them: every round measures each allocator once,
+//! in a shuffled order, a few seconds in all. A ratio is taken per round
+//! (smtalloc's sample over the other allocator's sample of the same round)
+//! and the goal uses the median of those paired ratios. These 2-vCPU VMs
+//! switch between a fast and a slow state (cross-thread workloads run up to
+//! 3x slower for tens of seconds, seen on an AMD EPYC guest), so comparing
+//! medians taken minutes apart can compare two states; a pair of samples
+//! seconds apart almost always sees one. Rounds: 9, or `ALLOC_GOALS_ROUNDS`.
 
 mod common;
 
@@ -22,17 +27,43 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-const BENCHMARKS: &str = "larson,xmalloc,cache_scratch,cache_thrash,mstress";
-/// Rounds when `ALLOC_GOALS_ROUNDS` is not set: enough for a median that
-/// one noisy round cannot move, short enough (~5 min) to run often.
-const DEFAULT_ROUNDS: usize = 3;
+use smtlab_core::sample::SampleStatus;
+use smtlab_core::store::Store;
 
-/// `smtlab run ... --json` for one allocator: the points' JSON.
-fn run(bin: &str, db: &Path, args: &[&str]) -> Vec<serde_json::Value> {
+const BENCHMARKS: [&str; 5] = [
+    "larson",
+    "xmalloc",
+    "cache_scratch",
+    "cache_thrash",
+    "mstress",
+];
+/// Rounds when `ALLOC_GOALS_ROUNDS` is not set: enough paired ratios for a
+/// median that two or three odd rounds cannot move, about 4 minutes.
+const DEFAULT_ROUNDS: usize = 9;
+
+/// What one allocator measured in a paired run.
+struct Measured {
+    /// The metric of each measured sample, in round order.
+    per_round: Vec<f64>,
+    /// The point's JSON from `smtlab run --json` (median, peak RSS, extras).
+    point: serde_json::Value,
+}
+
+/// One `smtlab run` of a workload over all `allocs`, interleaved by
+/// smtlab's engine, `rounds` measured samples each (plus a warm-up).
+fn paired_run(
+    bin: &str,
+    db: &Path,
+    args: &[&str],
+    allocs: &[&str],
+    rounds: usize,
+) -> BTreeMap<String, Measured> {
     let _ = std::fs::remove_file(db);
+    let n = rounds.to_string();
     let out = Command::new(bin)
         .arg("run")
         .args(args)
+        .args(["--alloc", &allocs.join(",")])
         .args([
             "--model",
             "thread",
@@ -43,9 +74,9 @@ fn run(bin: &str, db: &Path, args: &[&str]) -> Vec<serde_json::Value> {
             "--warmup",
             "1",
             "--min-samples",
-            "3",
+            &n,
             "--max-samples",
-            "3",
+            &n,
             "--no-counters",
             "--json",
             "--db",
@@ -59,7 +90,51 @@ fn run(bin: &str, db: &Path, args: &[&str]) -> Vec<serde_json::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["points"].as_array().unwrap().clone()
+    let store = Store::open_existing(db).unwrap();
+    let run_id = doc["run_id"].as_i64().unwrap();
+    let json_points = doc["points"].as_array().unwrap();
+    store
+        .points(run_id)
+        .unwrap()
+        .into_iter()
+        .map(|(id, point)| {
+            // With every point measured in every round, the k-th measured
+            // sample of each point belongs to round k.
+            let per_round = store
+                .samples(id)
+                .unwrap()
+                .into_iter()
+                .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+                .filter_map(|s| s.metric)
+                .collect();
+            let json = json_points
+                .iter()
+                .find(|p| p["alloc"] == point.alloc.as_str())
+                .cloned()
+                .unwrap_or_default();
+            (
+                point.alloc.clone(),
+                Measured {
+                    per_round,
+                    point: json,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The median over rounds of `a`'s sample divided by `b`'s sample of the
+/// same round.
+fn paired_ratio(m: &BTreeMap<String, Measured>, a: &str, b: &str) -> Option<f64> {
+    let (a, b) = (m.get(a)?, m.get(b)?);
+    let r: Vec<f64> = a
+        .per_round
+        .iter()
+        .zip(&b.per_round)
+        .filter(|(_, y)| **y > 0.0)
+        .map(|(x, y)| x / y)
+        .collect();
+    (!r.is_empty()).then(|| common::median(r))
 }
 
 fn geomean(v: &[f64]) -> f64 {
@@ -99,66 +174,80 @@ fn main() {
     let machine = common::machine();
     println!("machine: {machine}");
     let dir = tempfile::tempdir().unwrap();
-    // (alloc, workload) -> per-round medians of throughput and peak RSS.
-    let mut tput: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    let mut rss: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    let mut foreign: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for round in 0..rounds {
-        for a in &allocs {
-            let db = dir.path().join(format!("{a}.db"));
-            for p in run(bin, &db, &["-w", BENCHMARKS, "--alloc", a]) {
-                let w = p["workload"].as_str().unwrap().to_string();
-                tput.entry((a.to_string(), w.clone()))
-                    .or_default()
-                    .push(p["median"].as_f64().unwrap());
-                if let Some(r) = p["peak_rss_kb"].as_f64() {
-                    rss.entry((a.to_string(), w)).or_default().push(r);
-                }
-            }
-            for p in run(bin, &db, &["-w", "jbb", "--alloc", a, "--param", "seed=1"]) {
-                tput.entry((a.to_string(), "jbb".into()))
-                    .or_default()
-                    .push(p["median"].as_f64().unwrap());
-            }
-            for p in run(
-                bin,
-                &db,
-                &["-w", "allocprobe", "--param", "migrate=1", "--alloc", a],
-            ) {
-                if let Some(s) = p["extras"]["foreign_share"].as_f64() {
-                    foreign.entry(a.to_string()).or_default().push(s);
-                }
-            }
-        }
-        println!("round {} of {rounds} done", round + 1);
+    let db = dir.path().join("goals.db");
+    // workload -> allocator -> what it measured.
+    let mut runs: BTreeMap<&str, BTreeMap<String, Measured>> = BTreeMap::new();
+    for w in BENCHMARKS {
+        runs.insert(w, paired_run(bin, &db, &["-w", w], &allocs, rounds));
+        println!("{w} done");
     }
-    let med = |m: &BTreeMap<(String, String), Vec<f64>>, a: &str, w: &str| {
-        m.get(&(a.to_string(), w.to_string()))
-            .map(|v| common::median(v.clone()))
-    };
+    runs.insert(
+        "jbb",
+        paired_run(
+            bin,
+            &db,
+            &["-w", "jbb", "--param", "seed=1"],
+            &allocs,
+            rounds,
+        ),
+    );
+    let probe = paired_run(
+        bin,
+        &db,
+        &["-w", "allocprobe", "--param", "migrate=1"],
+        &allocs,
+        3,
+    );
+
     println!(
-        "\n{:<14} {}",
+        "\nmedian throughput (ops/s; transactions/s for jbb), {rounds} interleaved rounds\n{:<14} {}",
+        "workload",
+        allocs.iter().map(|a| format!("{a:>12}")).collect::<String>()
+    );
+    for (w, m) in &runs {
+        let cells: String = allocs
+            .iter()
+            .map(|a| {
+                let v = m.get(*a).and_then(|x| x.point["median"].as_f64());
+                format!("{:>12.4e}", v.unwrap_or(f64::NAN))
+            })
+            .collect();
+        println!("{w:<14} {cells}");
+    }
+    println!(
+        "\nsmtalloc / X, median of the paired per-round ratios\n{:<14} {}",
         "workload",
         allocs
             .iter()
             .map(|a| format!("{a:>12}"))
             .collect::<String>()
     );
-    let mut workloads: Vec<&str> = BENCHMARKS.split(',').collect();
-    workloads.push("jbb");
-    for w in &workloads {
+    for (w, m) in &runs {
         let cells: String = allocs
             .iter()
-            .map(|a| format!("{:>12.4e}", med(&tput, a, w).unwrap_or(f64::NAN)))
+            .map(|a| {
+                format!(
+                    "{:>12.3}",
+                    paired_ratio(m, "smtalloc", a).unwrap_or(f64::NAN)
+                )
+            })
             .collect();
         println!("{w:<14} {cells}");
     }
-    let ratio_over = |m: &BTreeMap<(String, String), Vec<f64>>, a: &str, b: &str| {
+    let over = |b: &str| -> Option<f64> {
         let r: Vec<f64> = BENCHMARKS
-            .split(',')
-            .filter_map(|w| Some(med(m, a, w)? / med(m, b, w)?))
-            .collect();
-        (!r.is_empty()).then(|| geomean(&r))
+            .iter()
+            .map(|w| paired_ratio(&runs[w], "smtalloc", b))
+            .collect::<Option<_>>()?;
+        Some(geomean(&r))
+    };
+    let rss_over = |b: &str| -> Option<f64> {
+        let rss = |w: &str, a: &str| runs[w].get(a)?.point["peak_rss_kb"].as_f64();
+        let r: Vec<f64> = BENCHMARKS
+            .iter()
+            .map(|w| Some(rss(w, "smtalloc")? / rss(w, b)?))
+            .collect::<Option<_>>()?;
+        Some(geomean(&r))
     };
     let mut goals = serde_json::Map::new();
     let mut goal = |name: &str, value: Option<f64>, ok: fn(f64) -> bool, target: &str| {
@@ -177,33 +266,33 @@ fn main() {
     println!();
     goal(
         "throughput smtalloc / mimalloc (geomean, 2 threads)",
-        ratio_over(&tput, "smtalloc", "mimalloc"),
+        over("mimalloc"),
         |v| v >= 0.9,
         ">= 0.9",
     );
     goal(
         "throughput smtalloc / glibc (geomean, 2 threads)",
-        ratio_over(&tput, "smtalloc", "glibc"),
+        over("glibc"),
         |v| v >= 1.5,
         ">= 1.5",
     );
     goal(
         "peak RSS smtalloc / jemalloc (geomean)",
-        ratio_over(&rss, "smtalloc", "jemalloc"),
+        rss_over("jemalloc"),
         |v| v <= 1.2,
         "<= 1.2",
     );
+    let foreign = |a: &str| probe.get(a)?.point["extras"]["foreign_share"].as_f64();
     goal(
         "foreign share, smtalloc, migrating threads",
-        foreign.get("smtalloc").map(|v| common::median(v.clone())),
+        foreign("smtalloc"),
         |v| v <= 0.01,
         "<= 0.01",
     );
-    for (a, v) in &foreign {
-        println!(
-            "  foreign share with migrating threads, {a}: {:.4}",
-            common::median(v.clone())
-        );
+    for a in &allocs {
+        if let Some(v) = foreign(a) {
+            println!("  foreign share with migrating threads, {a}: {v:.4}");
+        }
     }
     let coverage = huge_page_coverage(&lib, dir.path());
     goal(
@@ -214,17 +303,19 @@ fn main() {
     );
     goal(
         "jbb thread model, smtalloc / glibc",
-        med(&tput, "smtalloc", "jbb")
-            .zip(med(&tput, "glibc", "jbb"))
-            .map(|(a, b)| a / b),
+        paired_ratio(&runs["jbb"], "smtalloc", "glibc"),
         |v| v >= 1.0,
         ">= 1.0",
     );
-    let rows: Vec<serde_json::Value> = tput
+    let rows: Vec<serde_json::Value> = runs
         .iter()
-        .map(|((a, w), v)| {
-            serde_json::json!({"alloc": a, "workload": w, "throughput": common::median(v.clone()),
-                "peak_rss_kb": med(&rss, a, w)})
+        .flat_map(|(w, m)| {
+            m.iter().map(move |(a, x)| {
+                serde_json::json!({"alloc": a, "workload": w,
+                    "throughput": x.point["median"], "per_round": x.per_round,
+                    "smtalloc_over_this": paired_ratio(m, "smtalloc", a),
+                    "peak_rss_kb": x.point["peak_rss_kb"]})
+            })
         })
         .collect();
     common::write_results(

@@ -10,7 +10,10 @@
 //!
 //! **Verification by conservation.** A block is born with a tag (a hash of
 //! its worker and sequence number) written into its first 8 bytes, and the
-//! tag's low byte written over the rest of it. The [`Tally`] of whoever
+//! tag's low byte written over the rest of what the workload touches (every
+//! byte, or only the first `touch` bytes: the originals of larson and
+//! xmalloc write only the start of a block, and writing more would measure
+//! `memset` rather than the allocator). The [`Tally`] of whoever
 //! allocates adds the tag to a sum; whoever frees it — possibly another
 //! thread, or a later thread — reads the tag back *from the block* and adds
 //! it to its freed sum, and checks the pattern. After the window, blocks
@@ -101,6 +104,16 @@ impl Sizes {
     }
 }
 
+/// `touch`: bytes written at the start of every new block, at least the
+/// 8-byte tag; a value of `max_size` or more writes every byte.
+pub(crate) fn param_touch(params: &Params) -> anyhow::Result<usize> {
+    let v = param_u64(params, "touch")?;
+    if v < MIN_BLOCK {
+        bail!("--param touch={v}: expected at least {MIN_BLOCK} (the block's tag)");
+    }
+    Ok(v.min(MAX_BLOCK) as usize)
+}
+
 /// A parameter that must be at least 1 (and at most `max`).
 pub(crate) fn param_count(params: &Params, name: &str, max: u64) -> anyhow::Result<u64> {
     let v = param_u64(params, name)?;
@@ -111,23 +124,34 @@ pub(crate) fn param_count(params: &Params, name: &str, max: u64) -> anyhow::Resu
 }
 
 /// A heap block holding its tag in its first 8 bytes and the tag's low
-/// byte everywhere else (every byte written: the block is really used).
-pub(crate) struct Block(Box<[u8]>);
+/// byte in the rest of its first `touched` bytes (all of them, unless the
+/// workload touches less: the block is really used).
+///
+/// A `Vec<u8>` whose capacity is the block's size (`with_capacity(n)` of
+/// bytes allocates exactly `n` with `malloc`) and whose length is the part
+/// written: the untouched rest stays unwritten without any `unsafe`.
+pub(crate) struct Block(Vec<u8>);
 
 impl Block {
     /// Allocate `size` (>= 8) bytes with the process's malloc and write them.
     pub fn new(size: usize, tag: u64) -> Block {
-        let mut v: Vec<u8> = Vec::with_capacity(size);
-        v.resize(size, tag as u8);
-        v[..8].copy_from_slice(&tag.to_le_bytes());
-        // Capacity equals length: no reallocation here.
-        Block(v.into_boxed_slice())
+        Block::touching(size, tag, size)
     }
 
-    /// A placeholder that owns no memory (a zero-length box allocates
-    /// nothing), for a slot between a free and the next allocation.
+    /// Allocate `size` (>= 8) bytes and write only the first `touch`
+    /// (at least 8, at most `size`) of them: the tag, then the pattern.
+    pub fn touching(size: usize, tag: u64, touch: usize) -> Block {
+        let mut v: Vec<u8> = Vec::with_capacity(size);
+        v.resize(touch.clamp(8, size), tag as u8);
+        v[..8].copy_from_slice(&tag.to_le_bytes());
+        // Within capacity: no reallocation happened.
+        Block(v)
+    }
+
+    /// A placeholder that owns no memory (an empty Vec allocates nothing),
+    /// for a slot between a free and the next allocation.
     pub fn empty() -> Block {
-        Block(Box::default())
+        Block(Vec::new())
     }
 
     pub fn tag(&self) -> u64 {
@@ -135,8 +159,9 @@ impl Block {
     }
 
     /// The pattern is still there: the fill bytes after the tag (middle
-    /// and last) equal the tag's low byte. An 8-byte block is all tag: a
-    /// change to it shows in the tag sums instead.
+    /// and last of the touched part) equal the tag's low byte. A block
+    /// touched only in its 8 tag bytes is all tag: a change to it shows in
+    /// the tag sums instead.
     pub fn intact(&self) -> bool {
         let b = &self.0;
         let n = b.len();
@@ -147,11 +172,12 @@ impl Block {
         self.0.as_ptr() as usize
     }
 
+    /// The block's size (what was asked of malloc).
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.0.capacity()
     }
 
-    /// Scribble on the last byte (the `corrupt=1` test switch).
+    /// Scribble on the last touched byte (the `corrupt=1` test switch).
     fn damage(&mut self) {
         let n = self.0.len();
         self.0[n - 1] ^= 0xff;
@@ -174,9 +200,19 @@ pub(crate) struct Tally {
 
 impl Tally {
     pub fn alloc(&mut self, size: usize, tag: u64) -> Block {
+        self.count_alloc(tag);
+        Block::new(size, tag)
+    }
+
+    /// [`Tally::alloc`] writing only the block's first `touch` bytes.
+    pub fn alloc_touching(&mut self, size: usize, tag: u64, touch: usize) -> Block {
+        self.count_alloc(tag);
+        Block::touching(size, tag, touch)
+    }
+
+    fn count_alloc(&mut self, tag: u64) {
         self.allocs += 1;
         self.alloc_tags = self.alloc_tags.wrapping_add(tag);
-        Block::new(size, tag)
     }
 
     /// Check and free a block (whoever allocated it).
@@ -331,12 +367,52 @@ mod tests {
             assert_eq!(b.len(), size);
             assert_eq!(b.tag(), 0xABCD_EF01_2345_6789);
             assert!(b.intact(), "{size}");
+            assert_eq!(b.0.len(), size, "every byte written");
             b.damage();
             if size > 8 {
                 assert!(!b.intact(), "{size}");
             } else {
                 // All tag: the damage changes the tag itself.
                 assert_ne!(b.tag(), 0xABCD_EF01_2345_6789);
+            }
+        }
+    }
+
+    /// A block touched in part has the size asked for, the tag and pattern
+    /// in its touched part only, and damage to that part is found.
+    #[test]
+    fn partly_touched_blocks_keep_their_size_and_check_the_touched_part() {
+        for (size, touch, touched) in [
+            (1000, 16, 16),
+            (1000, 128, 128),
+            (100, 128, 100),
+            (20, 4, 8),
+        ] {
+            let mut b = Block::touching(size, 0x1122_3344_5566_7788, touch);
+            assert_eq!((b.len(), b.0.len()), (size, touched), "{size}/{touch}");
+            assert!(b.0.capacity() == size);
+            assert_eq!(b.tag(), 0x1122_3344_5566_7788);
+            assert!(b.intact());
+            b.damage();
+            if touched > 8 {
+                assert!(!b.intact(), "{size}/{touch}");
+            } else {
+                // All tag: the damage changes the tag itself.
+                assert_ne!(b.tag(), 0x1122_3344_5566_7788);
+            }
+        }
+        let mut p = Params::new();
+        for (v, ok) in [
+            ("8", Some(8)),
+            ("16", Some(16)),
+            ("7", None),
+            ("9999999999", Some(MAX_BLOCK as usize)),
+        ] {
+            p.insert("touch".into(), v.into());
+            let r = param_touch(&p);
+            assert_eq!(r.as_ref().ok().copied(), ok, "touch={v}");
+            if ok.is_none() {
+                assert!(r.unwrap_err().to_string().contains("--param touch=7"));
             }
         }
     }

@@ -2,7 +2,8 @@
 //! xmalloc-test), written from its public description.
 //!
 //! Within a process, worker *i* allocates batches of `batch` blocks
-//! (`min_size..=max_size`, uniform, every byte written) and passes each
+//! (`min_size..=max_size`, uniform; the first `touch` bytes written,
+//! default 128 as in the original) and passes each
 //! batch to worker *(i+1) mod threads* through that worker's bounded inbox
 //! (a mutex-guarded queue of at most `depth` batches); each worker first
 //! frees whatever batches arrived in its inbox. Every block is therefore
@@ -25,7 +26,9 @@ use crate::workload::{
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
 
-use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
+use super::alloc_common::{
+    param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
+};
 use super::stream::param_corrupt;
 
 pub struct Xmalloc;
@@ -64,12 +67,19 @@ impl Workload for Xmalloc {
                     help: "seed of the sizes (mixed with the worker number)",
                 },
                 ParamSpec {
+                    name: "touch",
+                    default: "128",
+                    help: "bytes written at the start of each block (at least 8, its tag; \
+                           max_size or more: every byte)",
+                },
+                ParamSpec {
                     name: "corrupt",
                     default: "0",
                     help: "test-only: 1 scribbles on a block, to check that wrong results fail",
                 },
             ],
-            operation: "one malloc of 16-256 B (default sizes) with every byte written, freed \
+            operation: "one malloc of 16-256 B (default sizes) with its first 128 bytes \
+                        (default touch) written, freed \
                         by the next thread of the process (by itself with one thread or a \
                         full inbox)",
             verification: "every block freed by any thread or left in an inbox is read back: \
@@ -95,6 +105,7 @@ impl Workload for Xmalloc {
             batch: param_count(params, "batch", 1 << 20)?,
             depth: param_count(params, "depth", 1 << 16)? as usize,
             sizes: Sizes::from_params(params)?,
+            touch: param_touch(params)?,
             seed: param_u64(params, "seed")?,
             corrupt: param_corrupt(params)?,
             threads: ctx.threads,
@@ -110,6 +121,7 @@ struct XmallocProcess {
     batch: u64,
     depth: usize,
     sizes: Sizes,
+    touch: usize,
     seed: u64,
     corrupt: bool,
     threads: usize,
@@ -130,6 +142,7 @@ impl ProcessState for XmallocProcess {
             batch: self.batch,
             depth: self.depth,
             sizes: self.sizes,
+            touch: self.touch,
             rng: Rng::new(worker_seed(self.seed, slot.worker)),
             tally: Tally::default(),
             ops: 0,
@@ -157,6 +170,7 @@ struct XmallocWorker {
     batch: u64,
     depth: usize,
     sizes: Sizes,
+    touch: usize,
     rng: Rng,
     tally: Tally,
     ops: u64,
@@ -189,7 +203,11 @@ impl WorkerState for XmallocWorker {
             let mut batch = Vec::with_capacity(n as usize);
             for _ in 0..n {
                 let size = self.sizes.draw(&mut self.rng);
-                batch.push(self.tally.alloc(size, tag_of(self.worker, self.ops)));
+                batch.push(self.tally.alloc_touching(
+                    size,
+                    tag_of(self.worker, self.ops),
+                    self.touch,
+                ));
                 self.ops += 1;
             }
             done += n;
@@ -279,6 +297,7 @@ mod tests {
             ("batch", "0"),
             ("depth", "0"),
             ("min_size", "2"),
+            ("touch", "0"),
             ("corrupt", "3"),
         ] {
             let e = Xmalloc
