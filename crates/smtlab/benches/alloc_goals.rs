@@ -177,9 +177,16 @@ fn main() {
     let db = dir.path().join("goals.db");
     // workload -> allocator -> what it measured.
     let mut runs: BTreeMap<&str, BTreeMap<String, Measured>> = BTreeMap::new();
+    // The VM's state before and after each workload (see common).
+    let mut round_trips = serde_json::Map::new();
+    let before = common::core_round_trip(dir.path());
+    println!("{}", common::show_round_trip("at the start", before));
+    round_trips.insert("start".into(), before.into());
     for w in BENCHMARKS {
         runs.insert(w, paired_run(bin, &db, &["-w", w], &allocs, rounds));
-        println!("{w} done");
+        let rt = common::core_round_trip(dir.path());
+        println!("{w} done; {}", common::show_round_trip("after it", rt));
+        round_trips.insert(w.into(), rt.into());
     }
     runs.insert(
         "jbb",
@@ -320,7 +327,8 @@ fn main() {
         .collect();
     common::write_results(
         "alloc_goals",
-        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows, "goals": goals}),
+        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows, "goals": goals,
+            "core_round_trip_ns": round_trips}),
     );
 }
 

@@ -94,9 +94,9 @@ fn main() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c");
     // The C programs' arguments are smtlab's defaults (`smtlab list`).
     let cases: [(&str, &[&str]); 3] = [
-        ("parfib", &["44"]),
+        ("parfib", &["45"]),
         ("sumeuler", &["10000"]),
-        ("mandel", &["1024", "1024", "2000"]),
+        ("mandel", &["1024", "1024", "3000"]),
     ];
     let machine = common::machine();
     println!("machine: {machine}");

@@ -69,6 +69,11 @@ fn main() {
     // (workload, model) -> per-round results.
     let mut measured: BTreeMap<(&str, &str), Vec<Round>> = BTreeMap::new();
     let mut units: BTreeMap<&str, String> = BTreeMap::new();
+    let mut round_trips = vec![common::core_round_trip(dir.path())];
+    println!(
+        "{}",
+        common::show_round_trip("at the start", round_trips[0])
+    );
     for round in 0..rounds {
         for &w in &workloads {
             for model in ["thread", "process"] {
@@ -80,7 +85,13 @@ fn main() {
                     .push((one, two, eff));
             }
         }
-        println!("round {} of {rounds} done", round + 1);
+        let rt = common::core_round_trip(dir.path());
+        round_trips.push(rt);
+        println!(
+            "round {} of {rounds} done; {}",
+            round + 1,
+            common::show_round_trip("after it", rt)
+        );
     }
     println!(
         "{:<10} {:<8} {:>14} {:>14} {:>11}  {:<13}",
@@ -107,7 +118,8 @@ fn main() {
     }
     common::write_results(
         "parallel_efficiency",
-        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows}),
+        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows,
+            "core_round_trip_ns": round_trips}),
     );
 }
 

@@ -132,11 +132,12 @@ impl Workload for Mandel {
                 ParamSpec {
                     name: "height",
                     default: "1024",
-                    help: "rows (1024x1024 at 2000 iterations: about 1.3 s on one core here)",
+                    help: "rows (1024x1024 at 3000 iterations: about 1.1 s on one Zen 5 core, \
+                           2 s on a 2.8 GHz Ice Lake core)",
                 },
                 ParamSpec {
                     name: "iters",
-                    default: "2000",
+                    default: "3000",
                     help: "most iterations per pixel",
                 },
                 ParamSpec {

@@ -107,7 +107,8 @@ impl Workload for SumEuler {
                 ParamSpec {
                     name: "n",
                     default: "10000",
-                    help: "sum euler k for k in [0..n] (10000: about 1.5 s on one core here; \
+                    help: "sum euler k for k in [0..n] (10000: about 1.25 s on one Zen 5 core, \
+                           1.5-1.9 s on a 2.8 GHz Ice Lake core; \
                            sumEuler [0..8000] = 19,455,781)",
                 },
                 ParamSpec {

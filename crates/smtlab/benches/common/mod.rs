@@ -1,10 +1,12 @@
 //! Helpers shared by the benchmark binaries (`mod common;` in each): the
-//! median, the machine description every result carries, and writing a
-//! result to `target/bench-results/NAME.json`.
+//! median, the machine description every result carries, the core-to-core
+//! round trip that tells a VM's state, and writing a result to
+//! `target/bench-results/NAME.json`.
 
 #![allow(dead_code)] // each bench uses a subset
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The median (mean of the middle two for an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -36,6 +38,45 @@ pub fn machine() -> String {
             .unwrap_or_default()
             .trim()
     )
+}
+
+/// The core-to-core round trip between CPUs 0 and 1 in ns
+/// (`benches/c/core_round_trip.c`, compiled into `dir`); `None` with fewer
+/// than 2 CPUs or without a C compiler. On a VM it shows whether the host
+/// has the two vCPUs close together (tens of ns) or far apart (hundreds),
+/// which moves every cross-thread result: benchmarks print it before and
+/// after measuring.
+pub fn core_round_trip(dir: &Path) -> Option<f64> {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    let exe = dir.join("core_round_trip");
+    if !exe.is_file() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/c/core_round_trip.c");
+        let ok = Command::new("cc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .ok()?
+            .success();
+        if !ok {
+            return None;
+        }
+    }
+    let out = Command::new(&exe).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// `core round trip: 410 ns` (or why it is unknown), for a bench's output.
+pub fn show_round_trip(when: &str, ns: Option<f64>) -> String {
+    match ns {
+        Some(ns) => format!("core-to-core round trip {when}: {ns:.0} ns"),
+        None => format!("core-to-core round trip {when}: not measured (needs 2 CPUs and cc)"),
+    }
 }
 
 /// Write `doc` to `target/bench-results/NAME.json`.
