@@ -43,8 +43,11 @@ const DEFAULT_ROUNDS: usize = 9;
 
 /// What one allocator measured in a paired run.
 struct Measured {
-    /// The metric of each measured sample, in round order.
-    per_round: Vec<f64>,
+    /// The metric of each successful measured sample, by its seq: every
+    /// point has one warm-up (seq 0) in round 0, so seq k of every point
+    /// is round k, and a failed sample leaves a gap instead of shifting
+    /// the pairs after it.
+    per_round: BTreeMap<usize, f64>,
     /// The point's JSON from `smtlab run --json` (median, peak RSS, extras).
     point: serde_json::Value,
 }
@@ -98,14 +101,12 @@ fn paired_run(
         .unwrap()
         .into_iter()
         .map(|(id, point)| {
-            // With every point measured in every round, the k-th measured
-            // sample of each point belongs to round k.
             let per_round = store
                 .samples(id)
                 .unwrap()
                 .into_iter()
                 .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
-                .filter_map(|s| s.metric)
+                .filter_map(|s| Some((s.seq, s.metric?)))
                 .collect();
             let json = json_points
                 .iter()
@@ -130,7 +131,7 @@ fn paired_ratio(m: &BTreeMap<String, Measured>, a: &str, b: &str) -> Option<f64>
     let r: Vec<f64> = a
         .per_round
         .iter()
-        .zip(&b.per_round)
+        .filter_map(|(seq, x)| Some((x, b.per_round.get(seq)?)))
         .filter(|(_, y)| **y > 0.0)
         .map(|(x, y)| x / y)
         .collect();
@@ -319,7 +320,8 @@ fn main() {
         .flat_map(|(w, m)| {
             m.iter().map(move |(a, x)| {
                 serde_json::json!({"alloc": a, "workload": w,
-                    "throughput": x.point["median"], "per_round": x.per_round,
+                    "throughput": x.point["median"],
+                    "per_round": x.per_round.values().collect::<Vec<_>>(),
                     "smtalloc_over_this": paired_ratio(m, "smtalloc", a),
                     "peak_rss_kb": x.point["peak_rss_kb"]})
             })
