@@ -277,6 +277,60 @@ fn user_command_sweep_fills_placeholders_per_model() {
     assert!((0.05..0.5).contains(&m), "sleep 0.05 took {m} s");
 }
 
+/// The points of several allocators are measured in one interleaved
+/// sweep (not one allocator after the other), and each sample runs with
+/// its own point's allocator preloaded.
+#[test]
+fn allocators_are_interleaved_and_each_point_gets_its_own_preload() {
+    if smtlab_core::doctor::find_allocator("jemalloc").is_err() {
+        support::skip("jemalloc not installed (apt-get install libjemalloc2)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let log = dir.path().join("order.log");
+    // Each sample logs which allocator it had (j or g) and reports it as
+    // its metric (2 or 1).
+    let cmd = format!(
+        "case \"$LD_PRELOAD\" in *jemalloc*) a=j v=2;; *) a=g v=1;; esac; \
+         echo $a >> {}; echo v=$v",
+        log.display()
+    );
+    let doc = json(&[
+        "run",
+        "--cmd",
+        &cmd,
+        "--metric",
+        "v=v=([0-9]+)",
+        "--alloc",
+        "glibc,jemalloc",
+        "--warmup",
+        "1",
+        "--min-samples",
+        "3",
+        "--max-samples",
+        "3",
+        "--json",
+        "--db",
+        &db,
+    ]);
+    for p in points(&doc) {
+        let want = if p["alloc"] == "jemalloc" { 2.0 } else { 1.0 };
+        assert_eq!(p["median"].as_f64(), Some(want), "{p}");
+    }
+    let order: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(order.len(), 8, "{order:?}");
+    // Every round (warm-ups, then each measured round) holds one sample
+    // of each allocator.
+    for round in order.chunks(2) {
+        assert_ne!(round[0], round[1], "not interleaved: {order:?}");
+    }
+}
+
 #[test]
 fn crashes_timeouts_and_wrong_results_fail_samples_and_the_sweep_goes_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -88,7 +88,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             mode: point.mode,
             counters: ctx.counters,
         };
-        match spawn(point.spawn, &ctx.exe, ctx.preload.as_ref(), &spec) {
+        match spawn(point.spawn, &ctx.exe, ctx.preload_for(point), &spec) {
             Ok(w) => spawned.push(w),
             Err(e) => {
                 failure = Some((

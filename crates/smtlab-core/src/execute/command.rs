@@ -131,7 +131,7 @@ fn run_inner(
                 preload.push(lib.display().to_string());
                 cmd.env(crate::pin::ENV_CPUS, cpus_list(&cpus));
             }
-            if let Some(p) = &ctx.preload {
+            if let Some(p) = ctx.preload_for(point) {
                 preload.push(p.library.display().to_string());
                 cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
             }

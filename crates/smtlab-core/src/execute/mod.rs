@@ -33,8 +33,11 @@ use protocol::WorkerReport;
 pub struct SampleContext<'a> {
     /// The smtlab binary, for `__worker` and the pin library.
     pub exe: PathBuf,
-    /// LD_PRELOAD (and options) for the allocator under test, if any.
-    pub preload: Option<crate::doctor::Preload>,
+    /// LD_PRELOAD (and options) of each allocator of the run, by name
+    /// (`None`: glibc, nothing to preload). Per point rather than per run,
+    /// so that one engine run interleaves the points of every allocator
+    /// like any other points.
+    pub preloads: BTreeMap<String, Option<crate::doctor::Preload>>,
     pub timeout: Option<Duration>,
     /// Open perf counters on the workers.
     pub counters: bool,
@@ -42,6 +45,21 @@ pub struct SampleContext<'a> {
     pub stop: &'a AtomicBool,
     /// `--metric NAME=REGEX` for user commands.
     pub metric_regex: Option<regex::Regex>,
+}
+
+impl SampleContext<'_> {
+    /// What to preload for `point`'s allocator.
+    pub fn preload_for(&self, point: &Point) -> Option<&crate::doctor::Preload> {
+        self.preloads
+            .get(&point.alloc)
+            .unwrap_or_else(|| {
+                panic!(
+                    "allocator {:?} of a point is not among the run's allocators",
+                    point.alloc
+                )
+            })
+            .as_ref()
+    }
 }
 
 /// The result of trying to take one sample.

@@ -431,31 +431,25 @@ pub fn measure(
         .as_ref()
         .map(|m| regex::Regex::new(&m.regex).expect("validated when the run was planned"));
     let exe = std::env::current_exe().context("locating the smtlab binary")?;
-    let mut end = RunEnd::Complete;
-    // The preload differs per allocator, so each allocator's points run
-    // with their own context.
+    // All allocators in one engine run: their points are interleaved like
+    // any others, so drift of the machine cannot favour one allocator.
+    let mut preloads = BTreeMap::new();
     for alloc in &spec.allocs {
-        let mine: Vec<(i64, Point)> = points
-            .iter()
-            .filter(|(_, p)| &p.alloc == alloc)
-            .cloned()
-            .collect();
-        let ctx = SampleContext {
-            exe: exe.clone(),
-            preload: find_allocator(alloc).map_err(|e| usage(format!("--alloc: {e}")))?,
-            timeout: spec
-                .timeout_s
-                .map(Duration::from_secs_f64)
-                .or_else(|| default_timeout(&mine)),
-            counters: spec.counters,
-            stop,
-            metric_regex: metric_regex.clone(),
-        };
-        end = engine::execute(store, &mine, spec, &ctx, &mut sink)?;
-        if end == RunEnd::Interrupted {
-            break;
-        }
+        let preload = find_allocator(alloc).map_err(|e| usage(format!("--alloc: {e}")))?;
+        preloads.insert(alloc.clone(), preload);
     }
+    let ctx = SampleContext {
+        exe,
+        preloads,
+        timeout: spec
+            .timeout_s
+            .map(Duration::from_secs_f64)
+            .or_else(|| default_timeout(points)),
+        counters: spec.counters,
+        stop,
+        metric_regex,
+    };
+    let end = engine::execute(store, points, spec, &ctx, &mut sink)?;
     sink.finish();
     let status = match end {
         RunEnd::Complete => RunStatus::Complete,
