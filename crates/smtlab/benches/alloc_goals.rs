@@ -55,7 +55,6 @@ struct Measured {
 /// One `smtlab run` of a workload over all `allocs`, interleaved by
 /// smtlab's engine, `rounds` measured samples each (plus a warm-up).
 fn paired_run(
-    bin: &str,
     db: &Path,
     args: &[&str],
     allocs: &[&str],
@@ -63,36 +62,14 @@ fn paired_run(
 ) -> BTreeMap<String, Measured> {
     let _ = std::fs::remove_file(db);
     let n = rounds.to_string();
-    let out = Command::new(bin)
-        .arg("run")
-        .args(args)
-        .args(["--alloc", &allocs.join(",")])
-        .args([
-            "--model",
-            "thread",
-            "-n",
-            "2",
-            "--duration",
-            "500ms",
-            "--warmup",
-            "1",
-            "--min-samples",
-            &n,
-            "--max-samples",
-            &n,
-            "--no-counters",
-            "--json",
-            "--db",
-        ])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (alloc_list, db_arg) = (allocs.join(","), db.display().to_string());
+    let mut argv = vec!["run"];
+    argv.extend(args);
+    argv.extend(["--alloc", &alloc_list, "--model", "thread", "-n", "2"]);
+    argv.extend(["--duration", "500ms", "--warmup", "1"]);
+    argv.extend(["--min-samples", &n, "--max-samples", &n]);
+    argv.extend(["--no-counters", "--json", "--db", &db_arg]);
+    let doc = common::smtlab_json(argv);
     let store = Store::open_existing(db).unwrap();
     let run_id = doc["run_id"].as_i64().unwrap();
     let json_points = doc["points"].as_array().unwrap();
@@ -184,23 +161,16 @@ fn main() {
     println!("{}", common::show_round_trip("at the start", before));
     round_trips.insert("start".into(), before.into());
     for w in BENCHMARKS {
-        runs.insert(w, paired_run(bin, &db, &["-w", w], &allocs, rounds));
+        runs.insert(w, paired_run(&db, &["-w", w], &allocs, rounds));
         let rt = common::core_round_trip(dir.path());
         println!("{w} done; {}", common::show_round_trip("after it", rt));
         round_trips.insert(w.into(), rt.into());
     }
     runs.insert(
         "jbb",
-        paired_run(
-            bin,
-            &db,
-            &["-w", "jbb", "--param", "seed=1"],
-            &allocs,
-            rounds,
-        ),
+        paired_run(&db, &["-w", "jbb", "--param", "seed=1"], &allocs, rounds),
     );
     let probe = paired_run(
-        bin,
         &db,
         &["-w", "allocprobe", "--param", "migrate=1"],
         &allocs,

@@ -52,27 +52,26 @@ fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
 /// processes: (model, workers, median wall time, CPU time per sample).
 fn run_smtlab(workload: &str, db: &Path) -> Vec<(String, u64, f64, f64)> {
     let _ = std::fs::remove_file(db);
-    let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
-        .args(["run", "-w", workload, "--threads", "1,2"])
-        .args(["--model", "thread,process", "--placement", "compact"])
-        .args([
-            "--warmup",
-            "1",
-            "--min-samples",
-            "5",
-            "--no-counters",
-            "--json",
-        ])
-        .arg("--db")
-        .arg(db)
-        .output()
-        .expect("smtlab runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let db = db.display().to_string();
+    let doc = common::smtlab_json([
+        "run",
+        "-w",
+        workload,
+        "--threads",
+        "1,2",
+        "--model",
+        "thread,process",
+        "--placement",
+        "compact",
+        "--warmup",
+        "1",
+        "--min-samples",
+        "5",
+        "--no-counters",
+        "--json",
+        "--db",
+        &db,
+    ]);
     doc["points"]
         .as_array()
         .unwrap()

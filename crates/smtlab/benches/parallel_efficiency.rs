@@ -18,7 +18,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 const WORKLOADS: [&str; 4] = ["jbb", "parfib", "sumeuler", "mandel"];
 /// Measured beside them as the host's floor: `spin` keeps everything in
@@ -37,15 +36,13 @@ const DEFAULT_ROUNDS: usize = 3;
 type Round = (f64, f64, f64);
 
 fn main() {
-    let bin = env!("CARGO_BIN_EXE_smtlab");
     let dir = tempfile::tempdir().unwrap();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
         println!("skipped: needs 2 CPUs, this machine has {cpus}");
         return;
     }
-    let list = Command::new(bin).args(["list", "--json"]).output().unwrap();
-    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let list = common::smtlab_json(["list", "--json"]);
     let known: Vec<String> = list["workloads"]
         .as_array()
         .unwrap()
@@ -84,7 +81,7 @@ fn main() {
     for round in 0..rounds {
         for &w in &workloads {
             for model in ["thread", "process"] {
-                let (one, two, eff, unit) = efficiency(bin, dir.path(), w, model);
+                let (one, two, eff, unit) = efficiency(dir.path(), w, model);
                 units.insert(w, unit);
                 measured
                     .entry((w, model))
@@ -138,22 +135,30 @@ fn main() {
 
 /// One round of one workload and model: 1 and 2 workers measured
 /// interleaved in one run. Returns the medians, the efficiency and the unit.
-fn efficiency(bin: &str, dir: &Path, w: &str, model: &str) -> (f64, f64, f64, String) {
+fn efficiency(dir: &Path, w: &str, model: &str) -> (f64, f64, f64, String) {
     let db = dir.join(format!("{w}-{model}.db"));
     let _ = std::fs::remove_file(&db);
-    let out = Command::new(bin)
-        .args(["run", "-w", w, "--model", model, "--threads", "1,2"])
-        .args(["--placement", "compact", "--warmup", "1"])
-        .args(["--min-samples", "5", "--max-samples", "5", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let db = db.display().to_string();
+    let doc = common::smtlab_json([
+        "run",
+        "-w",
+        w,
+        "--model",
+        model,
+        "--threads",
+        "1,2",
+        "--placement",
+        "compact",
+        "--warmup",
+        "1",
+        "--min-samples",
+        "5",
+        "--max-samples",
+        "5",
+        "--json",
+        "--db",
+        &db,
+    ]);
     let pts = doc["points"].as_array().unwrap();
     let m = |n: u64| {
         pts.iter()

@@ -64,28 +64,28 @@ fn c_triad(bin: &Path) -> f64 {
 /// smtlab's points: (model, threads, median GB/s).
 fn smtlab(db: &Path, models: &str, threads: &str, samples: usize) -> Vec<(String, u64, f64)> {
     let _ = std::fs::remove_file(db);
-    let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
-        .args([
-            "run",
-            "-w",
-            "stream",
-            "--model",
-            models,
-            "--threads",
-            threads,
-        ])
-        .args(["--placement", "compact", "--warmup", "1", "--no-counters"])
-        .args(["--min-samples", &samples.to_string()])
-        .args(["--max-samples", &samples.to_string(), "--json", "--db"])
-        .arg(db)
-        .output()
-        .expect("smtlab runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (n, db) = (samples.to_string(), db.display().to_string());
+    let doc = common::smtlab_json([
+        "run",
+        "-w",
+        "stream",
+        "--model",
+        models,
+        "--threads",
+        threads,
+        "--placement",
+        "compact",
+        "--warmup",
+        "1",
+        "--no-counters",
+        "--min-samples",
+        &n,
+        "--max-samples",
+        &n,
+        "--json",
+        "--db",
+        &db,
+    ]);
     doc["points"]
         .as_array()
         .unwrap()

@@ -79,6 +79,25 @@ pub fn show_round_trip(when: &str, ns: Option<f64>) -> String {
     }
 }
 
+/// Run the smtlab under test with `args` (which ask for `--json`), insist
+/// that it succeeds (its stderr in the panic), and parse its stdout.
+pub fn smtlab_json<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
+        .args(args)
+        .output()
+        .expect("smtlab runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("smtlab printed JSON")
+}
+
 /// Write `doc` to `target/bench-results/NAME.json`.
 pub fn write_results(name: &str, doc: &serde_json::Value) {
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
