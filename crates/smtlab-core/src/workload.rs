@@ -216,6 +216,14 @@ pub trait Workload: Send + Sync {
     /// (defaults filled in). Errors name the parameter at fault.
     fn setup(&self, params: &Params, ctx: &ProcessContext)
         -> anyhow::Result<Box<dyn ProcessState>>;
+
+    /// Check `params` (every declared parameter, defaults filled in) as
+    /// [`Workload::setup`] will, building nothing. `smtlab run` calls it
+    /// when the run is planned, so a value out of range is refused there
+    /// (exit 2, nothing started) instead of failing every sample; each
+    /// workload's `setup` and `check` share one parse, so they cannot
+    /// disagree.
+    fn check(&self, params: &Params) -> anyhow::Result<()>;
 }
 
 pub trait ProcessState: Send + Sync {
@@ -250,8 +258,8 @@ pub trait WorkerState: Send {
 
 /// Refuse a given value that does not have the type of its default (an
 /// integer, or a size like 384MiB), so a typo is refused when the run is
-/// planned instead of failing every sample. Range checks stay with each
-/// workload's set-up.
+/// planned instead of failing every sample. Ranges are each workload's
+/// own: [`Workload::check`].
 pub fn check_param_types(info: &WorkloadInfo, given: &Params) -> Result<(), String> {
     for p in &info.params {
         let Some(v) = given.get(p.name) else { continue };
@@ -398,5 +406,106 @@ pub(crate) mod testing {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         resolve_params(info, &given)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One out-of-range value per workload parameter that has a range (or
+    /// a relation to another): `check` must refuse each at plan time.
+    const OUT_OF_RANGE: &[(&str, &str, &str)] = &[
+        ("jbb", "items", "0"),
+        ("jbb", "customers", "0"),
+        ("jbb", "initial_orders", "1000001"),
+        ("jbb", "max_orders", "5"),
+        ("jbb", "max_history", "10"),
+        ("jbb", "corrupt", "2"),
+        ("spin", "corrupt", "2"),
+        ("stream", "size", "1000"),
+        ("stream", "corrupt", "3"),
+        ("latency", "size", "100"),
+        ("latency", "size", "1000"),
+        ("latency", "corrupt", "2"),
+        ("parfib", "n", "91"),
+        ("parfib", "threshold", "0"),
+        ("parfib", "corrupt", "2"),
+        ("sumeuler", "n", "100000001"),
+        ("sumeuler", "chunk", "0"),
+        ("sumeuler", "corrupt", "2"),
+        ("mandel", "width", "0"),
+        ("mandel", "height", "1048577"),
+        ("mandel", "iters", "0"),
+        ("mandel", "corrupt", "2"),
+        ("allocprobe", "live", "0"),
+        ("allocprobe", "min_size", "4"),
+        ("allocprobe", "max_size", "8"),
+        ("allocprobe", "migrate", "2"),
+        ("allocprobe", "migrate_every", "0"),
+        ("allocprobe", "corrupt", "2"),
+        ("larson", "slots", "0"),
+        ("larson", "min_size", "2000000"),
+        ("larson", "rounds", "0"),
+        ("larson", "touch", "4"),
+        ("larson", "corrupt", "2"),
+        ("xmalloc", "batch", "0"),
+        ("xmalloc", "depth", "65537"),
+        ("xmalloc", "max_size", "2000000"),
+        ("xmalloc", "touch", "0"),
+        ("xmalloc", "corrupt", "2"),
+        ("cache_scratch", "size", "0"),
+        ("cache_scratch", "writes", "0"),
+        ("cache_scratch", "corrupt", "2"),
+        ("cache_thrash", "size", "2000000"),
+        ("cache_thrash", "writes", "0"),
+        ("cache_thrash", "corrupt", "2"),
+        ("mstress", "batch", "0"),
+        ("mstress", "keep", "101"),
+        ("mstress", "min_size", "0"),
+        ("mstress", "corrupt", "2"),
+    ];
+
+    #[test]
+    fn every_workload_accepts_its_defaults() {
+        for name in builtin_names() {
+            let w = builtin(name).unwrap();
+            let params = resolve_params(&w.info(), &Params::new()).unwrap();
+            w.check(&params)
+                .unwrap_or_else(|e| panic!("{name}: its defaults are refused: {e:#}"));
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused_naming_the_parameter() {
+        for &(name, key, value) in OUT_OF_RANGE {
+            let w = builtin(name).unwrap();
+            let given = Params::from([(key.to_string(), value.to_string())]);
+            let params = resolve_params(&w.info(), &given).unwrap();
+            let err = w
+                .check(&params)
+                .expect_err(&format!("{name}: --param {key}={value} accepted"));
+            let msg = format!("{err:#}");
+            assert!(
+                msg.starts_with(&format!("--param {key}={value}:")),
+                "{name}: {msg}"
+            );
+            assert!(!msg.contains('\n'), "{name}: not one line: {msg}");
+            // The worker's set-up parses the same way, so it refuses the
+            // value with the same words.
+            let ctx = testing::ctx(1);
+            let setup_err = w.setup(&params, &ctx).err().map(|e| format!("{e:#}"));
+            assert_eq!(setup_err.as_deref(), Some(msg.as_str()), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_workload_with_parameters_has_an_out_of_range_case() {
+        for name in builtin_names() {
+            assert!(
+                OUT_OF_RANGE.iter().any(|c| c.0 == name),
+                "{name}: no out-of-range case in OUT_OF_RANGE"
+            );
+        }
     }
 }

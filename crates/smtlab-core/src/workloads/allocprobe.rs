@@ -175,11 +175,14 @@ impl Workload for AllocProbe {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let migrate = match param_u64(params, "migrate")? {
-            0 => false,
-            1 => true,
-            m => anyhow::bail!("--param migrate={m}: expected 0 or 1"),
-        };
+        let Settings {
+            live,
+            sizes,
+            migrate,
+            migrate_every,
+            seed,
+            corrupt,
+        } = Settings::parse(params)?;
         // The live topology, read once: CPU number -> logical core. Where
         // it cannot be read, every CPU counts as its own core.
         let topo = crate::topology::sysfs::read_live().ok();
@@ -200,12 +203,12 @@ impl Workload for AllocProbe {
             .map(|s| s.iter().collect())
             .unwrap_or_default();
         Ok(Box::new(ProbeProcess {
-            live: param_count(params, "live", 1 << 24)? as usize,
-            sizes: Sizes::from_params(params)?,
+            live,
+            sizes,
             migrate,
-            migrate_every: param_count(params, "migrate_every", u64::MAX)?,
-            seed: param_u64(params, "seed")?,
-            corrupt: param_corrupt(params)?,
+            migrate_every,
+            seed,
+            corrupt,
             cpu_core: Arc::new(cpu_core),
             cpus,
             shared: Arc::new(Shared {
@@ -213,6 +216,38 @@ impl Workload for AllocProbe {
                 objects: Mutex::new(Vec::new()),
             }),
         }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    live: usize,
+    sizes: Sizes,
+    migrate: bool,
+    migrate_every: u64,
+    seed: u64,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
+        let migrate = match param_u64(params, "migrate")? {
+            0 => false,
+            1 => true,
+            m => anyhow::bail!("--param migrate={m}: expected 0 or 1"),
+        };
+        Ok(Settings {
+            live: param_count(params, "live", 1 << 24)? as usize,
+            sizes: Sizes::from_params(params)?,
+            migrate,
+            migrate_every: param_count(params, "migrate_every", u64::MAX)?,
+            seed: param_u64(params, "seed")?,
+            corrupt: param_corrupt(params)?,
+        })
     }
 }
 

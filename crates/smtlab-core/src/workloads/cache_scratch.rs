@@ -27,7 +27,6 @@ use crate::workload::{
 
 use super::alloc_common::{Ledger, Tally};
 use super::cache_thrash::{cache_params, size_writes, zeroed, CacheWorker};
-use super::stream::param_corrupt;
 
 pub struct CacheScratch;
 
@@ -62,7 +61,7 @@ impl Workload for CacheScratch {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let (size, writes) = size_writes(params)?;
+        let (size, writes, corrupt) = size_writes(params)?;
         let ledger = Arc::new(Ledger::new("cache_scratch"));
         // One object per thread, back to back, by this (main) thread.
         let objects: Vec<Option<Box<[u8]>>> =
@@ -74,10 +73,14 @@ impl Workload for CacheScratch {
         Ok(Box::new(ScratchProcess {
             size,
             writes,
-            corrupt: param_corrupt(params)?,
+            corrupt,
             objects: Mutex::new(objects),
             ledger,
         }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        size_writes(params).map(drop)
     }
 }
 

@@ -52,10 +52,13 @@ pub(crate) fn cache_params(corrupt_help: &'static str) -> Vec<ParamSpec> {
 }
 
 /// `size` and `writes`, checked.
-pub(crate) fn size_writes(params: &Params) -> anyhow::Result<(usize, u64)> {
+/// Object size, writes per object and the test-only corrupt switch: the
+/// parameters of both false-sharing benchmarks, range-checked.
+pub(crate) fn size_writes(params: &Params) -> anyhow::Result<(usize, u64, bool)> {
     Ok((
         param_count(params, "size", MAX_BLOCK)? as usize,
         param_count(params, "writes", 1 << 30)?,
+        param_corrupt(params)?,
     ))
 }
 
@@ -98,13 +101,17 @@ impl Workload for CacheThrash {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let (size, writes) = size_writes(params)?;
+        let (size, writes, corrupt) = size_writes(params)?;
         Ok(Box::new(CacheProcess {
             size,
             writes,
-            corrupt: param_corrupt(params)?,
+            corrupt,
             ledger: Arc::new(Ledger::new("cache_thrash")),
         }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        size_writes(params).map(drop)
     }
 }
 

@@ -107,10 +107,14 @@ impl Workload for Larson {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let slots = param_count(params, "slots", 1 << 22)? as usize;
-        let sizes = Sizes::from_params(params)?;
-        let seed = param_u64(params, "seed")?;
-        let touch = param_touch(params)?;
+        let Settings {
+            slots,
+            sizes,
+            seed,
+            touch,
+            rounds,
+            corrupt,
+        } = Settings::parse(params)?;
         let ledger = Ledger::new("larson");
         // The array waiting in the hand-off, allocated here by the main
         // thread (so even the first swap hands over foreign blocks); none
@@ -133,15 +137,42 @@ impl Workload for Larson {
         Ok(Box::new(LarsonProcess {
             slots,
             sizes,
-            rounds: param_count(params, "rounds", u64::MAX)?,
+            rounds,
             touch,
             seed,
-            corrupt: param_corrupt(params)?,
+            corrupt,
             shared: Arc::new(Shared {
                 ledger,
                 handoff: Mutex::new(handoff),
             }),
         }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    slots: usize,
+    sizes: Sizes,
+    seed: u64,
+    touch: usize,
+    rounds: u64,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
+        Ok(Settings {
+            slots: param_count(params, "slots", 1 << 22)? as usize,
+            sizes: Sizes::from_params(params)?,
+            seed: param_u64(params, "seed")?,
+            touch: param_touch(params)?,
+            rounds: param_count(params, "rounds", u64::MAX)?,
+            corrupt: param_corrupt(params)?,
+        })
     }
 }
 

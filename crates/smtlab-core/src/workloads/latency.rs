@@ -145,25 +145,39 @@ impl Workload for Latency {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let size = param_bytes(params, "size")?;
-        if size < 2 * LINE_BYTES || size % LINE_BYTES != 0 {
-            bail!(
-                "--param size={}: expected a multiple of 64 bytes (one line), at least 128 \
-                 (two lines)",
-                params["size"]
-            );
-        }
-        let lines = size / LINE_BYTES;
-        if lines > u64::from(u32::MAX) {
-            bail!("--param size={}: at most 256 GiB", params["size"]);
-        }
+        let (lines, seed, corrupt) = parse(params)?;
         Ok(Box::new(LatencyProcess {
-            lines: lines as usize,
-            seed: param_u64(params, "seed")?,
-            corrupt: param_corrupt(params)?,
+            lines,
+            seed,
+            corrupt,
             problems: Arc::new(Mutex::new(BTreeMap::new())),
         }))
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// Lines in the chain, the seed and the test-only corrupt switch.
+fn parse(params: &Params) -> anyhow::Result<(usize, u64, bool)> {
+    let size = param_bytes(params, "size")?;
+    if size < 2 * LINE_BYTES || size % LINE_BYTES != 0 {
+        bail!(
+            "--param size={}: expected a multiple of 64 bytes (one line), at least 128 \
+             (two lines)",
+            params["size"]
+        );
+    }
+    let lines = size / LINE_BYTES;
+    if lines > u64::from(u32::MAX) {
+        bail!("--param size={}: at most 256 GiB", params["size"]);
+    }
+    Ok((
+        lines as usize,
+        param_u64(params, "seed")?,
+        param_corrupt(params)?,
+    ))
 }
 
 struct LatencyProcess {

@@ -165,21 +165,26 @@ impl Workload for Mandel {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let mut dims = [0u32; 3];
-        for (d, name) in dims.iter_mut().zip(["width", "height", "iters"]) {
-            let v = param_u64(params, name)?;
-            if v == 0 || v > 1 << 20 {
-                anyhow::bail!("--param {name}={v}: expected 1..={}", 1 << 20);
-            }
-            *d = v as u32;
-        }
-        let corrupt = param_u64(params, "corrupt")?;
-        if corrupt > 1 {
-            anyhow::bail!("--param corrupt={corrupt}: expected 0 or 1");
-        }
-        let [w, h, iters] = dims;
-        pool::setup(MandelJob { w, h, iters }, ctx, corrupt == 1)
+        let ([w, h, iters], corrupt) = parse(params)?;
+        pool::setup(MandelJob { w, h, iters }, ctx, corrupt)
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// Width, height, iterations and the test-only corrupt switch.
+fn parse(params: &Params) -> anyhow::Result<([u32; 3], bool)> {
+    let mut dims = [0u32; 3];
+    for (d, name) in dims.iter_mut().zip(["width", "height", "iters"]) {
+        let v = param_u64(params, name)?;
+        if v == 0 || v > 1 << 20 {
+            anyhow::bail!("--param {name}={v}: expected 1..={}", 1 << 20);
+        }
+        *d = v as u32;
+    }
+    Ok((dims, super::stream::param_corrupt(params)?))
 }
 
 #[cfg(test)]

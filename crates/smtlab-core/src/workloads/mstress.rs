@@ -93,18 +93,50 @@ impl Workload for Mstress {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
+        let Settings {
+            batch,
+            keep,
+            sizes,
+            seed,
+            corrupt,
+        } = Settings::parse(params)?;
+        Ok(Box::new(MstressProcess {
+            batch,
+            keep,
+            sizes,
+            seed,
+            corrupt,
+            ledger: Arc::new(Ledger::new("mstress")),
+        }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    batch: u64,
+    keep: u64,
+    sizes: Sizes,
+    seed: u64,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
         let keep = param_u64(params, "keep")?;
         if keep > 100 {
             anyhow::bail!("--param keep={keep}: expected a percentage, 0..=100");
         }
-        Ok(Box::new(MstressProcess {
+        Ok(Settings {
             batch: param_count(params, "batch", 1 << 20)?,
             keep,
             sizes: Sizes::from_params(params)?,
             seed: param_u64(params, "seed")?,
             corrupt: param_corrupt(params)?,
-            ledger: Arc::new(Ledger::new("mstress")),
-        }))
+        })
     }
 }
 

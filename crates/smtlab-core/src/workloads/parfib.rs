@@ -190,24 +190,27 @@ impl Workload for Parfib {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let n = param_u64(params, "n")?;
-        if n > MAX_N {
-            anyhow::bail!("--param n={n}: at most {MAX_N} (nfib must fit in 64 bits)");
-        }
-        let threshold = param_u64(params, "threshold")?;
-        if threshold == 0 || threshold > MAX_N {
-            anyhow::bail!("--param threshold={threshold}: expected 1..={MAX_N}");
-        }
-        let corrupt = param_u64(params, "corrupt")?;
-        if corrupt > 1 {
-            anyhow::bail!("--param corrupt={corrupt}: expected 0 or 1");
-        }
-        pool::setup(
-            ParfibJob::new(n as u32, threshold as u32),
-            ctx,
-            corrupt == 1,
-        )
+        let (n, threshold, corrupt) = parse(params)?;
+        pool::setup(ParfibJob::new(n, threshold), ctx, corrupt)
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// n, the threshold and the test-only corrupt switch, range-checked.
+fn parse(params: &Params) -> anyhow::Result<(u32, u32, bool)> {
+    let n = param_u64(params, "n")?;
+    if n > MAX_N {
+        anyhow::bail!("--param n={n}: at most {MAX_N} (nfib must fit in 64 bits)");
+    }
+    let threshold = param_u64(params, "threshold")?;
+    if threshold == 0 || threshold > MAX_N {
+        anyhow::bail!("--param threshold={threshold}: expected 1..={MAX_N}");
+    }
+    let corrupt = super::stream::param_corrupt(params)?;
+    Ok((n as u32, threshold as u32, corrupt))
 }
 
 #[cfg(test)]

@@ -76,15 +76,21 @@ impl Workload for Spin {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let corrupt = param_u64(params, "corrupt")?;
-        if corrupt > 1 {
-            anyhow::bail!("--param corrupt={corrupt}: expected 0 or 1");
-        }
-        Ok(Box::new(SpinProcess {
-            seed: param_u64(params, "seed")?,
-            corrupt: corrupt == 1,
-        }))
+        let (seed, corrupt) = parse(params)?;
+        Ok(Box::new(SpinProcess { seed, corrupt }))
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// The seed and the test-only corrupt switch.
+fn parse(params: &Params) -> anyhow::Result<(u64, bool)> {
+    Ok((
+        param_u64(params, "seed")?,
+        super::stream::param_corrupt(params)?,
+    ))
 }
 
 struct SpinProcess {

@@ -146,22 +146,32 @@ impl Workload for Stream {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let size = param_bytes(params, "size")?;
-        let unit = 3 * 8 * ELEMS_PER_OP as u64;
-        if size < unit || size % unit != 0 {
-            bail!(
-                "--param size={}: expected a positive multiple of {} KiB (three arrays of \
-                 whole 8 KiB blocks)",
-                params["size"],
-                unit >> 10
-            );
-        }
+        let (blocks, corrupt) = parse(params)?;
         Ok(Box::new(StreamProcess {
-            blocks: size / unit,
-            corrupt: param_corrupt(params)?,
+            blocks,
+            corrupt,
             problems: Arc::new(Mutex::new(BTreeMap::new())),
         }))
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// Blocks per array and the test-only corrupt switch.
+fn parse(params: &Params) -> anyhow::Result<(u64, bool)> {
+    let size = param_bytes(params, "size")?;
+    let unit = 3 * 8 * ELEMS_PER_OP as u64;
+    if size < unit || size % unit != 0 {
+        bail!(
+            "--param size={}: expected a positive multiple of {} KiB (three arrays of \
+             whole 8 KiB blocks)",
+            params["size"],
+            unit >> 10
+        );
+    }
+    Ok((size / unit, param_corrupt(params)?))
 }
 
 struct StreamProcess {

@@ -141,23 +141,29 @@ impl Workload for SumEuler {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let n = param_u64(params, "n")?;
-        // The sum grows as 0.3 n^2: 10^8 keeps it (and the sieve) small.
-        if n > 100_000_000 {
-            anyhow::bail!("--param n={n}: at most 100000000");
-        }
-        let chunk = param_u64(params, "chunk")?;
-        if chunk == 0 || chunk > u64::from(u32::MAX) {
-            anyhow::bail!("--param chunk={chunk}: expected 1..={}", u32::MAX);
-        }
-        let corrupt = param_u64(params, "corrupt")?;
-        if corrupt > 1 {
-            anyhow::bail!("--param corrupt={corrupt}: expected 0 or 1");
-        }
-        let (n, chunk) = (n as u32, chunk as u32);
+        let (n, chunk, corrupt) = parse(params)?;
         let chunks = (u64::from(n) + 1).div_ceil(u64::from(chunk));
-        pool::setup(SumEulerJob { n, chunk, chunks }, ctx, corrupt == 1)
+        pool::setup(SumEulerJob { n, chunk, chunks }, ctx, corrupt)
     }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        parse(params).map(drop)
+    }
+}
+
+/// n, the chunk and the test-only corrupt switch, range-checked.
+fn parse(params: &Params) -> anyhow::Result<(u32, u32, bool)> {
+    let n = param_u64(params, "n")?;
+    // The sum grows as 0.3 n^2: 10^8 keeps it (and the sieve) small.
+    if n > 100_000_000 {
+        anyhow::bail!("--param n={n}: at most 100000000");
+    }
+    let chunk = param_u64(params, "chunk")?;
+    if chunk == 0 || chunk > u64::from(u32::MAX) {
+        anyhow::bail!("--param chunk={chunk}: expected 1..={}", u32::MAX);
+    }
+    let corrupt = super::stream::param_corrupt(params)?;
+    Ok((n as u32, chunk as u32, corrupt))
 }
 
 #[cfg(test)]

@@ -101,19 +101,54 @@ impl Workload for Xmalloc {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
+        let Settings {
+            batch,
+            depth,
+            sizes,
+            touch,
+            seed,
+            corrupt,
+        } = Settings::parse(params)?;
         Ok(Box::new(XmallocProcess {
-            batch: param_count(params, "batch", 1 << 20)?,
-            depth: param_count(params, "depth", 1 << 16)? as usize,
-            sizes: Sizes::from_params(params)?,
-            touch: param_touch(params)?,
-            seed: param_u64(params, "seed")?,
-            corrupt: param_corrupt(params)?,
+            batch,
+            depth,
+            sizes,
+            touch,
+            seed,
+            corrupt,
             threads: ctx.threads,
             shared: Arc::new(Shared {
                 ledger: Ledger::new("xmalloc"),
                 inboxes: (0..ctx.threads).map(|_| Mutex::new(Vec::new())).collect(),
             }),
         }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    batch: u64,
+    depth: usize,
+    sizes: Sizes,
+    touch: usize,
+    seed: u64,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
+        Ok(Settings {
+            batch: param_count(params, "batch", 1 << 20)?,
+            depth: param_count(params, "depth", 1 << 16)? as usize,
+            sizes: Sizes::from_params(params)?,
+            touch: param_touch(params)?,
+            seed: param_u64(params, "seed")?,
+            corrupt: param_corrupt(params)?,
+        })
     }
 }
 

@@ -193,8 +193,12 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
                         workload::builtin_names().join(", ")
                     ))
                 })?;
-                workload::resolve_params(&wl.info(), &params).map_err(usage)?;
+                let resolved = workload::resolve_params(&wl.info(), &params).map_err(usage)?;
                 workload::check_param_types(&wl.info(), &params).map_err(usage)?;
+                // Ranges too, now: a value out of range would otherwise fail
+                // every sample of the run, one by one.
+                wl.check(&resolved)
+                    .map_err(|e| usage(format!("{e:#} (workload `{w}`)")))?;
                 Ok(Program::Builtin {
                     workload: w.to_string(),
                     params: params.clone(),

@@ -143,6 +143,37 @@ impl Workload for Jbb {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
+        let Settings {
+            seed,
+            items,
+            cfg,
+            corrupt,
+        } = Settings::parse(params)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        Ok(Box::new(JbbProcess {
+            company: Arc::new(Company::build(&mut rng, items, cfg.customers)),
+            cfg,
+            seed,
+            corrupt,
+            reports: Arc::new(Mutex::new(vec![None; ctx.threads.max(1)])),
+        }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    seed: u64,
+    items: usize,
+    cfg: Config,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
         let corrupt = ranged(params, "corrupt", 0, 1)? == 1;
         let seed = param_u64(params, "seed")?;
         let items = ranged(params, "items", 1, 10_000_000)? as usize;
@@ -163,19 +194,17 @@ impl Workload for Jbb {
             ),
             m => m,
         };
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        Ok(Box::new(JbbProcess {
-            company: Arc::new(Company::build(&mut rng, items, customers)),
+        Ok(Settings {
+            seed,
+            items,
             cfg: Config {
                 customers,
                 initial_orders,
                 max_orders,
                 max_history,
             },
-            seed,
             corrupt,
-            reports: Arc::new(Mutex::new(vec![None; ctx.threads.max(1)])),
-        }))
+        })
     }
 }
 
