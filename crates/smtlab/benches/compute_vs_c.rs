@@ -11,42 +11,21 @@
 //! as smtlab's wall time covers the measured window alone. C and smtlab
 //! alternate (C smtlab C smtlab) so slow drift of a shared machine affects
 //! both alike; smtlab's own runs interleave its four points.
+//!
+//! **The machine's ceiling** ("C 2 copies"): each C run alone on CPU 0 is
+//! followed by two copies of the same C program at once, one on CPU 0 and
+//! one on CPU 1, sharing nothing. Their efficiency, the mean over the two
+//! copies of (time alone / time as a copy), is what any two-worker version
+//! of that code can reach on this machine: below 1 when one busy CPU slows
+//! the other (shared caches, power, a VM's host). smtlab's efficiency is
+//! printed beside it.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const ROUNDS: usize = 2;
 const C_RUNS: usize = 3;
-
-/// Run the C reference once, pinned to CPU 0 as smtlab's one compact
-/// worker is (so both meet the same neighbours on a shared machine):
-/// (result, wall seconds, CPU seconds).
-fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
-    let pinned = Command::new("taskset").arg("--version").output().is_ok();
-    let mut cmd = if pinned {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "0"]).arg(exe);
-        c
-    } else {
-        Command::new(exe)
-    };
-    let out = cmd.args(args).output().expect("C program runs");
-    assert!(out.status.success(), "{}", exe.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let field = |k: &str| {
-        text.split_whitespace()
-            .find_map(|f| f.strip_prefix(k))
-            .unwrap_or_else(|| panic!("no {k} in {text}"))
-            .to_string()
-    };
-    (
-        field("result="),
-        field("seconds=").parse().unwrap(),
-        field("cpu=").parse().unwrap(),
-    )
-}
 
 /// One smtlab run of `workload` at 1 and 2 workers as threads and as
 /// processes: (model, workers, median wall time, CPU time per sample).
@@ -90,38 +69,27 @@ fn run_smtlab(workload: &str, db: &Path) -> Vec<(String, u64, f64, f64)> {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c");
-    // The C programs' arguments are smtlab's defaults (`smtlab list`).
-    let cases: [(&str, &[&str]); 3] = [
-        ("parfib", &["45"]),
-        ("sumeuler", &["10000"]),
-        ("mandel", &["1024", "1024", "3000"]),
-    ];
     let machine = common::machine();
     println!("machine: {machine}");
     println!(
-        "{:<9} {:>10} {:>10} {:>7}  {:>9} {:>11} {:>11}",
-        "workload", "C", "smtlab", "ratio", "cpu ratio", "eff thread", "eff process"
+        "{:<9} {:>10} {:>10} {:>7}  {:>9} {:>11} {:>11} {:>10}",
+        "workload", "C", "smtlab", "ratio", "cpu ratio", "eff thread", "eff process", "C 2 copies"
     );
     let mut rows = Vec::new();
-    for (name, args) in cases {
-        let exe = dir.path().join(name);
-        let status = Command::new("cc")
-            .arg("-O2")
-            .arg("-o")
-            .arg(&exe)
-            .arg(src.join(format!("{name}.c")))
-            .status()
-            .expect("cc runs");
-        assert!(status.success(), "cc -O2 {name}.c failed");
+    for (name, args) in common::C_REFERENCES {
+        let exe = common::compile_c(dir.path(), name);
         let (mut c, mut c_cpu, mut points) = (Vec::new(), Vec::new(), Vec::new());
+        // Per pair: time alone / time as one of two copies, per copy.
+        let mut ceiling = Vec::new();
         let mut c_result = String::new();
         for _ in 0..ROUNDS {
             for _ in 0..C_RUNS {
-                let (r, s, cpu) = run_c(&exe, args);
+                let (r, s, cpu) = common::run_c(&exe, args);
                 c_result = r;
                 c.push(s);
                 c_cpu.push(cpu);
+                let copies = common::run_c_copies(&exe, args);
+                ceiling.push(copies.iter().map(|t| s / t).sum::<f64>() / copies.len() as f64);
             }
             points.extend(run_smtlab(name, &dir.path().join("s.db")));
         }
@@ -151,8 +119,9 @@ fn main() {
         let ratio = s1 / cm;
         let eff_t = t("thread", 1) / (2.0 * t("thread", 2));
         let eff_p = t("process", 1) / (2.0 * t("process", 2));
+        let ceiling = common::median(ceiling);
         println!(
-            "{name:<9} {:>8.3} s {:>8.3} s {:>7.3}{} {:>9.3} {:>11.3}{} {:>11.3}{}",
+            "{name:<9} {:>8.3} s {:>8.3} s {:>7.3}{} {:>9.3} {:>11.3}{} {:>11.3}{} {:>10.3}",
             cm,
             s1,
             ratio,
@@ -162,6 +131,7 @@ fn main() {
             if eff_t >= 0.97 { " " } else { "!" },
             eff_p,
             if eff_p >= 0.97 { " " } else { "!" },
+            ceiling,
         );
         rows.push(serde_json::json!({
             "workload": name, "c_args": args, "c_result": c_result, "c_median_s": cm,
@@ -170,11 +140,13 @@ fn main() {
             "thread2_median_s": t("thread", 2), "process1_median_s": t("process", 1),
             "process2_median_s": t("process", 2),
             "efficiency_thread": eff_t, "efficiency_process": eff_p,
+            "c_two_copies_efficiency": ceiling,
         }));
     }
     println!(
         "targets: ratio <= 1.10, efficiency >= 0.97 (! marks a miss); cpu ratio: CPU time, \
-         smtlab / C, which other programs on the machine disturb less"
+         smtlab / C, which other programs on the machine disturb less; C 2 copies: the \
+         machine's ceiling for this code (two C copies on CPUs 0 and 1, each against a run alone)"
     );
     common::write_results(
         "compute_vs_c",

@@ -1,6 +1,7 @@
 //! Helpers shared by the benchmark binaries (`mod common;` in each): the
 //! median, the machine description every result carries, the core-to-core
-//! round trip that tells a VM's state, and writing a result to
+//! round trip that tells a VM's state, the plain C references of the
+//! compute workloads (`benches/c/`), and writing a result to
 //! `target/bench-results/NAME.json`.
 
 #![allow(dead_code)] // each bench uses a subset
@@ -107,4 +108,99 @@ pub fn write_results(name: &str, doc: &serde_json::Value) {
         serde_json::to_string_pretty(doc).unwrap(),
     )
     .unwrap();
+}
+
+/// The C references of the compute workloads (`benches/c/NAME.c`) with the
+/// arguments that match smtlab's defaults (`smtlab list`).
+pub const C_REFERENCES: [(&str, &[&str]); 3] = [
+    ("parfib", &["45"]),
+    ("sumeuler", &["10000"]),
+    ("mandel", &["1024", "1024", "3000"]),
+];
+
+/// Compile `benches/c/NAME.c` with `cc -O2` into `dir`.
+pub fn compile_c(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/c/{name}.c"));
+    let status = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "cc -O2 {name}.c failed");
+    exe
+}
+
+/// Run the C reference once, pinned to CPU 0 as smtlab's one compact
+/// worker is (so both meet the same neighbours on a shared machine):
+/// (result, wall seconds, CPU seconds).
+pub fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
+    let pinned = Command::new("taskset").arg("--version").output().is_ok();
+    let mut cmd = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(exe);
+        c
+    } else {
+        Command::new(exe)
+    };
+    let out = cmd.args(args).output().expect("C program runs");
+    assert!(out.status.success(), "{}", exe.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| {
+        text.split_whitespace()
+            .find_map(|f| f.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no {k} in {text}"))
+            .to_string()
+    };
+    (
+        field("result="),
+        field("seconds=").parse().unwrap(),
+        field("cpu=").parse().unwrap(),
+    )
+}
+
+/// Two copies of the C program at once, pinned to CPUs 0 and 1 (where
+/// `taskset` exists): each copy's wall seconds.
+pub fn run_c_copies(exe: &Path, args: &[&str]) -> Vec<f64> {
+    let pinned = Command::new("taskset").arg("--version").output().is_ok();
+    let children: Vec<_> = (0..2)
+        .map(|cpu| {
+            let mut c = if pinned {
+                let mut c = Command::new("taskset");
+                c.args(["-c", &cpu.to_string()]).arg(exe);
+                c
+            } else {
+                Command::new(exe)
+            };
+            c.args(args)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("C program runs")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("C program runs");
+            assert!(out.status.success(), "{}", exe.display());
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.split_whitespace()
+                .find_map(|f| f.strip_prefix("seconds="))
+                .unwrap_or_else(|| panic!("no seconds= in {text}"))
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The machine's ceiling for one C reference: a run alone on CPU 0, then
+/// two copies at once on CPUs 0 and 1 (sharing nothing); the mean over
+/// the copies of time alone / time as a copy. Below 1 when one busy CPU
+/// slows the other, which no two-worker program of that code escapes.
+pub fn c_two_copies_efficiency(exe: &Path, args: &[&str]) -> f64 {
+    let (_, alone, _) = run_c(exe, args);
+    let copies = run_c_copies(exe, args);
+    copies.iter().map(|t| alone / t).sum::<f64>() / copies.len() as f64
 }
