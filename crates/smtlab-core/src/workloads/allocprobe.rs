@@ -175,14 +175,7 @@ impl Workload for AllocProbe {
         params: &Params,
         _ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let Settings {
-            live,
-            sizes,
-            migrate,
-            migrate_every,
-            seed,
-            corrupt,
-        } = Settings::parse(params)?;
+        let settings = Settings::parse(params)?;
         // The live topology, read once: CPU number -> logical core. Where
         // it cannot be read, every CPU counts as its own core.
         let topo = crate::topology::sysfs::read_live().ok();
@@ -203,12 +196,7 @@ impl Workload for AllocProbe {
             .map(|s| s.iter().collect())
             .unwrap_or_default();
         Ok(Box::new(ProbeProcess {
-            live,
-            sizes,
-            migrate,
-            migrate_every,
-            seed,
-            corrupt,
+            settings,
             cpu_core: Arc::new(cpu_core),
             cpus,
             shared: Arc::new(Shared {
@@ -252,12 +240,7 @@ impl Settings {
 }
 
 struct ProbeProcess {
-    live: usize,
-    sizes: Sizes,
-    migrate: bool,
-    migrate_every: u64,
-    seed: u64,
-    corrupt: bool,
+    settings: Settings,
     /// `cpu_core[cpu]`: the logical core of a CPU number.
     cpu_core: Arc<Vec<Option<u32>>>,
     /// The CPUs the process may use, in order: where migrating threads go.
@@ -275,16 +258,16 @@ struct Shared {
 impl ProbeProcess {
     fn make_worker(&self, slot: WorkerSlot) -> ProbeWorker {
         ProbeWorker {
-            blocks: Vec::with_capacity(self.live),
-            cores: Vec::with_capacity(self.live),
-            cap: self.live,
-            sizes: self.sizes,
-            rng: Rng::new(worker_seed(self.seed, slot.worker)),
+            blocks: Vec::with_capacity(self.settings.live),
+            cores: Vec::with_capacity(self.settings.live),
+            cap: self.settings.live,
+            sizes: self.settings.sizes,
+            rng: Rng::new(worker_seed(self.settings.seed, slot.worker)),
             tally: Tally::default(),
             ops: 0,
             worker: slot.worker,
-            migration: self.migrate.then(|| Migration {
-                every: self.migrate_every,
+            migration: self.settings.migrate.then(|| Migration {
+                every: self.settings.migrate_every,
                 since: 0,
                 cpus: self.cpus.clone(),
                 // Called on the worker's (possibly pinned) thread: its own
@@ -292,7 +275,7 @@ impl ProbeProcess {
                 home: sys::current_affinity().ok(),
             }),
             cpu_core: self.cpu_core.clone(),
-            corrupt: self.corrupt,
+            corrupt: self.settings.corrupt,
             shared: self.shared.clone(),
         }
     }

@@ -101,21 +101,8 @@ impl Workload for Xmalloc {
         params: &Params,
         ctx: &ProcessContext,
     ) -> anyhow::Result<Box<dyn ProcessState>> {
-        let Settings {
-            batch,
-            depth,
-            sizes,
-            touch,
-            seed,
-            corrupt,
-        } = Settings::parse(params)?;
         Ok(Box::new(XmallocProcess {
-            batch,
-            depth,
-            sizes,
-            touch,
-            seed,
-            corrupt,
+            settings: Settings::parse(params)?,
             threads: ctx.threads,
             shared: Arc::new(Shared {
                 ledger: Ledger::new("xmalloc"),
@@ -153,12 +140,7 @@ impl Settings {
 }
 
 struct XmallocProcess {
-    batch: u64,
-    depth: usize,
-    sizes: Sizes,
-    touch: usize,
-    seed: u64,
-    corrupt: bool,
+    settings: Settings,
     threads: usize,
     shared: Arc<Shared>,
 }
@@ -174,15 +156,15 @@ impl ProcessState for XmallocProcess {
         Ok(Box::new(XmallocWorker {
             thread: slot.thread,
             next: (self.threads > 1).then_some((slot.thread + 1) % self.threads),
-            batch: self.batch,
-            depth: self.depth,
-            sizes: self.sizes,
-            touch: self.touch,
-            rng: Rng::new(worker_seed(self.seed, slot.worker)),
+            batch: self.settings.batch,
+            depth: self.settings.depth,
+            sizes: self.settings.sizes,
+            touch: self.settings.touch,
+            rng: Rng::new(worker_seed(self.settings.seed, slot.worker)),
             tally: Tally::default(),
             ops: 0,
             worker: slot.worker,
-            corrupt: self.corrupt,
+            corrupt: self.settings.corrupt,
             shared: self.shared.clone(),
         }))
     }
