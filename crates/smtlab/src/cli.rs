@@ -55,7 +55,7 @@ enum Command {
 /// Parse the command line and run the command; clap's own errors (unknown
 /// flag, missing value) exit 2 as well.
 pub fn parse_args() -> anyhow::Result<i32> {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().map_err(crate::exit::clap_error)?;
     match cli.command {
         Command::Topology(a) => commands::topology::run(a),
         Command::Place(a) => commands::place::run(a),

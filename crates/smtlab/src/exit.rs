@@ -27,13 +27,48 @@ pub fn usage(e: impl fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UsageError(e.to_string()))
 }
 
+/// A command-line parse error from clap as one line: clap's message
+/// without its `Usage:` and `For more information` lines, the lines that
+/// carry facts (the missing arguments, the possible values, a tip) kept.
+/// Help and version requests are not errors: clap prints them and exits.
+pub fn clap_error(e: clap::Error) -> anyhow::Error {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for l in text.lines().map(str::trim) {
+        if l.is_empty() || l.starts_with("Usage:") || l.starts_with("For more information") {
+            continue;
+        }
+        let l = l.strip_prefix("error: ").unwrap_or(l);
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(l);
+    }
+    usage(line)
+}
+
 /// Run a command and map its outcome to an exit code.
 pub fn run(outcome: anyhow::Result<i32>) -> i32 {
     match outcome {
         Ok(code) => code,
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
-                eprintln!("smtlab: {u}");
+                // One line, whatever a library's message held.
+                let line: Vec<&str> =
+                    u.0.lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect();
+                eprintln!("smtlab: {}", line.join(" "));
                 USAGE
             } else {
                 eprintln!("smtlab: {e:#}");

@@ -606,6 +606,33 @@ fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
     ] {
         assert_usage_error(&["run", "-w", w, "--param", param, "--db", &db], needle);
     }
+    // clap's own parse errors come as one line too (no `Usage:` block),
+    // keeping what they say is valid; and flags that would be ignored are
+    // refused.
+    for (args, needle) in [
+        (&["run", "-w", "spin", "--seed", "x"][..], "'--seed <N>'"),
+        (&["run", "-w", "spin", "--thread", "2"][..], "'--threads'"),
+        (
+            &["run", "-w", "spin", "--metric-better", "lower"][..],
+            "not provided: --cmd <TEMPLATE>",
+        ),
+        (
+            &["run", "-w", "spin", "--metric", "x=(\\d+)"][..],
+            "--metric applies to --cmd",
+        ),
+        (
+            &["run", "--cmd", "true", "--metric", "x=("][..],
+            "bad regex: unclosed group",
+        ),
+        (
+            &["study", "--param", "n=3"][..],
+            "--param n=3: parameters apply to the workloads named with -w",
+        ),
+    ] {
+        let mut v = args.to_vec();
+        v.extend(["--db", &db]);
+        assert_usage_error(&v, needle);
+    }
     // Nothing was created by refused runs; a missing store is named.
     assert!(!Path::new(&db).exists());
     assert_usage_error(&["runs", "--db", &db], &db);

@@ -183,6 +183,12 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
         params.insert(k.trim().to_string(), v.trim().to_string());
     }
     let programs: Vec<Program> = match (&a.program.workload, &a.program.cmd) {
+        (Some(_), None) if a.program.metric.is_some() => {
+            return Err(usage(
+                "--metric applies to --cmd; a built-in workload reports its own metric \
+                 (see `smtlab list`)",
+            ))
+        }
         (Some(ws), None) => ws
             .split(',')
             .map(|w| {
@@ -218,7 +224,15 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
                 template: c.clone(),
             }]
         }
-        (None, None) if allow_no_program => Vec::new(),
+        (None, None) if allow_no_program => {
+            if let Some(p) = a.program.params.first() {
+                return Err(usage(format!(
+                    "--param {p}: parameters apply to the workloads named with -w; the \
+                     study's own workloads run with their defaults"
+                )));
+            }
+            Vec::new()
+        }
         _ => {
             return Err(usage(
                 "nothing to run: give -w WORKLOAD (see `smtlab list`) or --cmd 'COMMAND'",
@@ -265,7 +279,16 @@ pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<Ru
             let (name, re) = m
                 .split_once('=')
                 .ok_or_else(|| usage(format!("--metric {m}: expected NAME=REGEX")))?;
-            regex::Regex::new(re).map_err(|e| usage(format!("--metric {m}: bad regex: {e}")))?;
+            regex::Regex::new(re).map_err(|e| {
+                // regex's message draws a caret under the fault over
+                // several lines; its last line says what is wrong.
+                let what = e.to_string();
+                let what = what.lines().last().unwrap_or_default().trim();
+                usage(format!(
+                    "--metric {m}: bad regex: {}",
+                    what.strip_prefix("error: ").unwrap_or(what)
+                ))
+            })?;
             let higher = match a.program.metric_better.as_str() {
                 "higher" => true,
                 "lower" => false,
