@@ -628,6 +628,18 @@ fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
             &["study", "--param", "n=3"][..],
             "--param n=3: parameters apply to the workloads named with -w",
         ),
+        (
+            &["run", "-w", "spin", "--threads", "1,100000"][..],
+            "--threads 1,100000: 100000 is out of range; expected worker counts",
+        ),
+        (
+            &["run", "-w", "spin", "--threads", "4-2"][..],
+            "`4-2` is a descending range",
+        ),
+        (
+            &["run", "-w", "spin", "--threads", "1,,2"][..],
+            "an empty item",
+        ),
     ] {
         let mut v = args.to_vec();
         v.extend(["--db", &db]);
