@@ -34,7 +34,8 @@ use crate::output;
 pub struct RunArgs {
     #[command(flatten)]
     pub program: ProgramArgs,
-    /// Execution models, comma-separated: thread, process, hybrid:PxT
+    /// Execution models, comma-separated: thread, process, hybrid:PxT (P
+    /// processes of T threads: its N is P x T, --threads does not apply)
     #[arg(long, value_name = "MODELS", default_value = "thread")]
     pub model: String,
     /// Placements: compact, scatter, core, smt:K, none, comma-separated; or
