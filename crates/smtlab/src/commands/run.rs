@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use smtlab_core::cpuset::{CpuSet, CpuSetError, MAX_CPU};
 use smtlab_core::doctor::find_allocator;
 use smtlab_core::engine::{self, Event, EventSink, RunEnd};
 use smtlab_core::execute::SampleContext;
@@ -105,36 +106,29 @@ pub struct RunArgs {
 
 /// `--threads`: a list or ranges of worker counts, each 1 or more.
 pub fn parse_threads(text: &str) -> anyhow::Result<Vec<usize>> {
-    // Worker counts look like CPU lists (1,2,4 or 1-8) but are not CPUs:
-    // parsed here so that every message speaks of worker counts.
-    const MAX: usize = 1 << 16;
+    // Worker counts have the syntax of CPU lists (1,2,4 or 1-8), so the
+    // CPU-list parser reads them; its errors are worded here for worker
+    // counts instead of CPUs.
     let bad = |why: String| {
-        usage(format!("--threads {text}: {why}; expected worker counts 1..={MAX} as a list or ranges, e.g. 1,2,4 or 1-8"))
+        usage(format!(
+            "--threads {text}: {why}; expected worker counts 1..={MAX_CPU} as a list or \
+             ranges, e.g. 1,2,4 or 1-8"
+        ))
     };
-    let count = |s: &str| -> anyhow::Result<usize> {
-        match s.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX).contains(&n) => Ok(n),
-            Ok(n) => Err(bad(format!("{n} is out of range"))),
-            Err(_) if s.trim().is_empty() => Err(bad("an empty item".to_string())),
-            Err(_) => Err(bad(format!("`{}` is not a number", s.trim()))),
-        }
-    };
-    let mut threads = Vec::new();
-    for item in text.split(',') {
-        match item.split_once('-') {
-            Some((lo, hi)) => {
-                let (lo, hi) = (count(lo)?, count(hi)?);
-                if lo > hi {
-                    return Err(bad(format!("`{}` is a descending range", item.trim())));
-                }
-                threads.extend(lo..=hi);
-            }
-            None => threads.push(count(item)?),
-        }
+    let set = CpuSet::parse_list(text).map_err(|e| match e {
+        CpuSetError::BadToken { token } if token.is_empty() => bad("an empty item".into()),
+        CpuSetError::BadToken { token } => bad(format!("`{token}` is not a number")),
+        CpuSetError::Descending { token } => bad(format!("`{token}` is a descending range")),
+        CpuSetError::TooLarge { cpu, .. } => bad(format!("{cpu} is out of range")),
+        CpuSetError::BadMask { .. } => bad(e.to_string()),
+    })?;
+    if set.is_empty() {
+        return Err(bad("an empty item".into()));
     }
-    threads.sort_unstable();
-    threads.dedup();
-    Ok(threads)
+    if set.contains(0) {
+        return Err(bad("0 is out of range".into()));
+    }
+    Ok(set.iter().map(|n| n as usize).collect())
 }
 
 /// `2%`, `0.02`.
