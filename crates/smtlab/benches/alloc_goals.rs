@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use smtlab_core::sample::SampleStatus;
 use smtlab_core::store::Store;
 
 const BENCHMARKS: [&str; 5] = [
@@ -43,10 +42,8 @@ const DEFAULT_ROUNDS: usize = 9;
 
 /// What one allocator measured in a paired run.
 struct Measured {
-    /// The metric of each successful measured sample, by its seq: every
-    /// point has one warm-up (seq 0) in round 0, so seq k of every point
-    /// is round k, and a failed sample leaves a gap instead of shifting
-    /// the pairs after it.
+    /// The metric of each successful measured sample, by its seq (=
+    /// round; see `common::ok_samples_by_seq`).
     per_round: BTreeMap<usize, f64>,
     /// The point's JSON from `smtlab run --json` (median, peak RSS, extras).
     point: serde_json::Value,
@@ -78,13 +75,7 @@ fn paired_run(
         .unwrap()
         .into_iter()
         .map(|(id, point)| {
-            let per_round = store
-                .samples(id)
-                .unwrap()
-                .into_iter()
-                .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
-                .filter_map(|s| Some((s.seq, s.metric?)))
-                .collect();
+            let per_round = common::ok_samples_by_seq(&store, id);
             let json = json_points
                 .iter()
                 .find(|p| p["alloc"] == point.alloc.as_str())

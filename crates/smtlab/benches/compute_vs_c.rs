@@ -88,8 +88,10 @@ fn main() {
                 c_result = r;
                 c.push(s);
                 c_cpu.push(cpu);
-                let copies = common::run_c_copies(&exe, args);
-                ceiling.push(copies.iter().map(|t| s / t).sum::<f64>() / copies.len() as f64);
+                ceiling.push(common::copies_efficiency(
+                    s,
+                    &common::run_c_copies(&exe, args),
+                ));
             }
             points.extend(run_smtlab(name, &dir.path().join("s.db")));
         }

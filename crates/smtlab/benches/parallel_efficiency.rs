@@ -35,7 +35,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use smtlab_core::sample::SampleStatus;
 use smtlab_core::store::Store;
 
 const WORKLOADS: [&str; 4] = ["jbb", "parfib", "sumeuler", "mandel"];
@@ -225,23 +224,16 @@ fn efficiency(dir: &Path, w: &str, model: &str) -> (Run, String) {
             one / (2.0 * two)
         }
     };
-    // Each point's successful measured samples by seq: every point has one
-    // warm-up (seq 0) in round 0, so seq k is round k of every point, and
-    // a failed sample leaves a gap rather than shifting the pairs.
+    // Each point's samples by seq, so that the 1- and 2-worker samples of
+    // one round pair up.
     let store = Store::open_existing(&db_path).unwrap();
     let run_id = doc["run_id"].as_i64().unwrap();
-    let mut by_workers: BTreeMap<usize, BTreeMap<usize, f64>> = BTreeMap::new();
-    for (id, point) in store.points(run_id).unwrap() {
-        let samples = store.samples(id).unwrap();
-        by_workers.insert(
-            point.workers,
-            samples
-                .into_iter()
-                .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
-                .filter_map(|s| Some((s.seq, s.metric?)))
-                .collect(),
-        );
-    }
+    let by_workers: BTreeMap<usize, BTreeMap<usize, f64>> = store
+        .points(run_id)
+        .unwrap()
+        .into_iter()
+        .map(|(id, point)| (point.workers, common::ok_samples_by_seq(&store, id)))
+        .collect();
     let paired = by_workers[&1]
         .iter()
         .filter_map(|(seq, &a)| Some(eff(a, *by_workers[&2].get(seq)?)))

@@ -47,40 +47,26 @@ fn hyperfine(script: &str, out: &PathBuf) -> Vec<f64> {
 
 fn smtlab(script: &str, db: &PathBuf) -> Vec<f64> {
     let _ = std::fs::remove_file(db);
-    let out = Command::new(env!("CARGO_BIN_EXE_smtlab"))
-        .args([
-            "run",
-            "--cmd",
-            script,
-            "--placement",
-            "none",
-            "--no-counters",
-            "--warmup",
-            "3",
-        ])
-        .args([
-            "--min-samples",
-            &RUNS.to_string(),
-            "--max-samples",
-            &RUNS.to_string(),
-        ])
-        .arg("--db")
-        .arg(db)
-        .arg("--json")
-        .output()
-        .expect("smtlab runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (runs, db) = (RUNS.to_string(), db.display().to_string());
+    common::smtlab_json([
+        "run",
+        "--cmd",
+        script,
+        "--placement",
+        "none",
+        "--no-counters",
+        "--warmup",
+        "3",
+        "--min-samples",
+        &runs,
+        "--max-samples",
+        &runs,
+        "--db",
+        &db,
+        "--json",
+    ]);
     // Every sample, from the store, not just the summary.
-    let show = Command::new(env!("CARGO_BIN_EXE_smtlab"))
-        .args(["show", "latest", "--json", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let doc = common::smtlab_json(["show", "latest", "--json", "--db", &db]);
     let p = &doc["points"][0];
     assert_eq!(p["samples"], RUNS, "{p}");
     vec![p["median"].as_f64().unwrap()]

@@ -6,8 +6,12 @@
 
 #![allow(dead_code)] // each bench uses a subset
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use smtlab_core::sample::SampleStatus;
+use smtlab_core::store::Store;
 
 /// The median (mean of the middle two for an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -133,19 +137,27 @@ pub fn compile_c(dir: &Path, name: &str) -> PathBuf {
     exe
 }
 
-/// Run the C reference once, pinned to CPU 0 as smtlab's one compact
-/// worker is (so both meet the same neighbours on a shared machine):
-/// (result, wall seconds, CPU seconds).
-pub fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
+/// Start the C reference pinned to `cpu` (with `taskset` where it exists),
+/// its output piped.
+fn spawn_c(exe: &Path, args: &[&str], cpu: u32) -> std::process::Child {
     let pinned = Command::new("taskset").arg("--version").output().is_ok();
     let mut cmd = if pinned {
         let mut c = Command::new("taskset");
-        c.args(["-c", "0"]).arg(exe);
+        c.args(["-c", &cpu.to_string()]).arg(exe);
         c
     } else {
         Command::new(exe)
     };
-    let out = cmd.args(args).output().expect("C program runs");
+    cmd.args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("C program runs")
+}
+
+/// Wait for a C reference and read what it printed: (result, wall
+/// seconds, CPU seconds).
+fn wait_c(exe: &Path, child: std::process::Child) -> (String, f64, f64) {
+    let out = child.wait_with_output().expect("C program runs");
     assert!(out.status.success(), "{}", exe.display());
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |k: &str| {
@@ -161,46 +173,49 @@ pub fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
     )
 }
 
+/// Run the C reference once, pinned to CPU 0 as smtlab's one compact
+/// worker is (so both meet the same neighbours on a shared machine):
+/// (result, wall seconds, CPU seconds).
+pub fn run_c(exe: &Path, args: &[&str]) -> (String, f64, f64) {
+    wait_c(exe, spawn_c(exe, args, 0))
+}
+
 /// Two copies of the C program at once, pinned to CPUs 0 and 1 (where
 /// `taskset` exists): each copy's wall seconds.
 pub fn run_c_copies(exe: &Path, args: &[&str]) -> Vec<f64> {
-    let pinned = Command::new("taskset").arg("--version").output().is_ok();
-    let children: Vec<_> = (0..2)
-        .map(|cpu| {
-            let mut c = if pinned {
-                let mut c = Command::new("taskset");
-                c.args(["-c", &cpu.to_string()]).arg(exe);
-                c
-            } else {
-                Command::new(exe)
-            };
-            c.args(args)
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("C program runs")
-        })
-        .collect();
+    let children: Vec<_> = (0..2).map(|cpu| spawn_c(exe, args, cpu)).collect();
     children
         .into_iter()
-        .map(|child| {
-            let out = child.wait_with_output().expect("C program runs");
-            assert!(out.status.success(), "{}", exe.display());
-            let text = String::from_utf8_lossy(&out.stdout);
-            text.split_whitespace()
-                .find_map(|f| f.strip_prefix("seconds="))
-                .unwrap_or_else(|| panic!("no seconds= in {text}"))
-                .parse()
-                .unwrap()
-        })
+        .map(|child| wait_c(exe, child).1)
         .collect()
 }
 
+/// The efficiency of two copies against one run alone: the mean over the
+/// copies of time alone / time as a copy.
+pub fn copies_efficiency(alone: f64, copies: &[f64]) -> f64 {
+    copies.iter().map(|t| alone / t).sum::<f64>() / copies.len() as f64
+}
+
 /// The machine's ceiling for one C reference: a run alone on CPU 0, then
-/// two copies at once on CPUs 0 and 1 (sharing nothing); the mean over
-/// the copies of time alone / time as a copy. Below 1 when one busy CPU
-/// slows the other, which no two-worker program of that code escapes.
+/// two copies at once on CPUs 0 and 1 (sharing nothing). Below 1 when one
+/// busy CPU slows the other, which no two-worker program of that code
+/// escapes.
 pub fn c_two_copies_efficiency(exe: &Path, args: &[&str]) -> f64 {
     let (_, alone, _) = run_c(exe, args);
-    let copies = run_c_copies(exe, args);
-    copies.iter().map(|t| alone / t).sum::<f64>() / copies.len() as f64
+    copies_efficiency(alone, &run_c_copies(exe, args))
+}
+
+/// The metric of each successful measured sample of one point, by seq.
+/// smtlab's engine gives every point one warm-up (seq 0) in round 0, so
+/// seq k is round k of every point of a run, and a failed sample leaves a
+/// gap instead of shifting the pairs after it: the key to pair points'
+/// samples by round.
+pub fn ok_samples_by_seq(store: &Store, point_id: i64) -> BTreeMap<usize, f64> {
+    store
+        .samples(point_id)
+        .unwrap()
+        .into_iter()
+        .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+        .filter_map(|s| Some((s.seq, s.metric?)))
+        .collect()
 }
