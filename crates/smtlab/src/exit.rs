@@ -42,18 +42,27 @@ pub fn clap_error(e: clap::Error) -> anyhow::Error {
         e.exit();
     }
     let text = e.render().to_string();
+    let kept: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect();
+    // `run` joins the kept lines into one.
+    usage(kept.join("\n"))
+}
+
+/// A message as one line: its non-empty lines joined, with a space after
+/// a line that ends in `:` (a list follows) and `; ` otherwise.
+fn one_line(text: &str) -> String {
     let mut line = String::new();
-    for l in text.lines().map(str::trim) {
-        if l.is_empty() || l.starts_with("Usage:") || l.starts_with("For more information") {
-            continue;
-        }
-        let l = l.strip_prefix("error: ").unwrap_or(l);
+    for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if !line.is_empty() {
             line.push_str(if line.ends_with(':') { " " } else { "; " });
         }
         line.push_str(l);
     }
-    usage(line)
+    line
 }
 
 /// Run a command and map its outcome to an exit code.
@@ -63,12 +72,7 @@ pub fn run(outcome: anyhow::Result<i32>) -> i32 {
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
                 // One line, whatever a library's message held.
-                let line: Vec<&str> =
-                    u.0.lines()
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty())
-                        .collect();
-                eprintln!("smtlab: {}", line.join(" "));
+                eprintln!("smtlab: {}", one_line(&u.0));
                 USAGE
             } else {
                 eprintln!("smtlab: {e:#}");

@@ -51,7 +51,6 @@ pub(crate) fn cache_params(corrupt_help: &'static str) -> Vec<ParamSpec> {
     ]
 }
 
-/// `size` and `writes`, checked.
 /// Object size, writes per object and the test-only corrupt switch: the
 /// parameters of both false-sharing benchmarks, range-checked.
 pub(crate) fn size_writes(params: &Params) -> anyhow::Result<(usize, u64, bool)> {
