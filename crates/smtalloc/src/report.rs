@@ -6,6 +6,7 @@ use core::fmt::{self, Write};
 
 use crate::sys::engine::{self, RegionInfo, MAX_REGIONS};
 use crate::sys::os::{self, FRAME};
+use crate::sys::remote;
 
 /// One formatted line in a stack buffer (truncated if too long).
 pub struct Line {
@@ -216,8 +217,10 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// arena, the huge-page coverage and the shared-frame count. Allocates
 /// nothing.
 pub fn print_stats() {
-    let snap = Snapshot::take();
     let (cpus, cores) = engine::topology_counts();
+    // Parked cross-core frees would count as in use.
+    remote::flush_idle(cpus, cores);
+    let snap = Snapshot::take();
     let mut l = Line::new();
     l.push_fmt(format_args!(
         "smtalloc: stats: {} cpus, {} cores, cpu from {}, {} arena regions\n",
@@ -238,6 +241,7 @@ pub fn print_stats() {
         all_huge += huge;
         let (calls, bytes) = engine::core_counters(core);
         let in_use = engine::core_in_use(core);
+        let (recv_blocks, recv_batches) = remote::received(core);
         let mut l = Line::new();
         l.push_fmt(format_args!("smtalloc: core {core} cpus "));
         let mut first = true;
@@ -248,7 +252,7 @@ pub fn print_stats() {
             }
         }
         l.push_fmt(format_args!(
-            ": arena {} in {nreg} region(s), allocated {} in {calls} calls, in use {}, rss {}, huge pages {} ({:.1}%)\n",
+            ": arena {} in {nreg} region(s), allocated {} in {calls} calls, in use {}, rss {}, huge pages {} ({:.1}%), other cores' frees of its blocks received {recv_blocks} in {recv_batches} batches\n",
             Mib(arena),
             Mib(bytes),
             Mib(in_use),
@@ -284,9 +288,10 @@ pub fn print_stats() {
     os::write_stderr(l.as_bytes());
     let mut l = Line::new();
     l.push_fmt(format_args!(
-        "smtalloc: shared frames: {} (2 MiB frames in more than one core's arena), fallbacks to the shared heap: {}\n",
+        "smtalloc: shared frames: {} (2 MiB frames in more than one core's arena), fallbacks to the shared heap: {}, cross-core frees not batched (freed directly): {}\n",
         snap.shared_frames,
-        engine::fallbacks()
+        engine::fallbacks(),
+        remote::direct(cpus)
     ));
     os::write_stderr(l.as_bytes());
 }
@@ -313,6 +318,10 @@ pub struct CoreStats {
     pub rss_bytes: u64,
     /// Of which in transparent huge pages (smaps `AnonHugePages`).
     pub huge_bytes: u64,
+    /// Blocks of this core's arenas that threads on other cores freed and
+    /// this core then freed itself, in batches (see the crate docs).
+    pub remote_freed_blocks: u64,
+    pub remote_batches: u64,
 }
 
 /// A snapshot of smtalloc's state in this process.
@@ -335,6 +344,9 @@ pub struct Stats {
     /// Times a core fell back to mimalloc's shared heap (arena creation
     /// failed): 0 unless out of memory or out of arena slots.
     pub fallbacks: u64,
+    /// Cross-core frees done directly rather than batched to the owning
+    /// core (its batches were all in flight, or a batch was too small).
+    pub remote_direct_frees: u64,
 }
 
 /// Gathers [`Stats`]. The snapshot is taken before anything is allocated
@@ -343,12 +355,15 @@ pub fn stats() -> Stats {
     if !engine::is_initialized() {
         return Stats::default();
     }
-    let snap = Snapshot::take();
     let (cpus, ncores) = engine::topology_counts();
+    // Parked cross-core frees would count as in use.
+    remote::flush_idle(cpus, ncores);
+    let snap = Snapshot::take();
     let mut cores = Vec::with_capacity(ncores);
     for core in 0..ncores {
         let (_, arena, rss, huge) = snap.core_totals(core);
         let (calls, bytes) = engine::core_counters(core);
+        let (remote_freed_blocks, remote_batches) = remote::received(core);
         cores.push(CoreStats {
             core,
             cpus: (0..cpus)
@@ -366,6 +381,8 @@ pub fn stats() -> Stats {
             in_use_bytes: engine::core_in_use(core),
             rss_bytes: rss,
             huge_bytes: huge,
+            remote_freed_blocks,
+            remote_batches,
         });
     }
     let (lbytes, lblocks, ltotal) = engine::large_counters();
@@ -380,6 +397,7 @@ pub fn stats() -> Stats {
         large_blocks_total: ltotal,
         shared_frames: snap.shared_frames,
         fallbacks: engine::fallbacks(),
+        remote_direct_frees: remote::direct(cpus),
     }
 }
 

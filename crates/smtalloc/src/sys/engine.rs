@@ -4,8 +4,11 @@
 //!
 //! Hot path of `malloc(n)` for `n < 1 MiB`: load the rseq offset, load
 //! `cpu_id` from the thread's rseq area, index [`CPU_CORE`] and [`HEAPS`],
+//! one load of the core's inbox (cross-core frees, [`super::remote`]),
 //! call `mi_heap_malloc`. `free(p)`: one alignment test (large blocks are
-//! 2 MiB-aligned), one range test (bootstrap buffer), `mi_free`.
+//! 2 MiB-aligned), one range test (bootstrap buffer), the CPU and one load
+//! of the frame table (which core's arena `p` is in); `mi_free` for the
+//! caller's own core, else parked for the owning core.
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;
@@ -18,6 +21,7 @@ use core::sync::atomic::{
 
 use super::mi::{self, MiHeap};
 use super::os::{self, FRAME};
+use super::remote;
 use crate::{options, topology};
 
 /// Most CPUs (Linux CPU numbers) smtalloc distinguishes; higher numbers
@@ -42,8 +46,11 @@ pub const MAX_ALIGN: usize = 1 << 30;
 const BOOT_SIZE: usize = 256 << 10;
 /// `rseq` offset value meaning "no rseq: use sched_getcpu".
 const NO_RSEQ: isize = isize::MIN;
-/// Frames covered by the large-block table: 47-bit user address space.
+/// Frames covered by the frame table: 47-bit user address space.
 const TABLE_FRAMES: usize = 1 << (47 - 21);
+/// Frame-table tag of a frame in a core's arena region (the low bits hold
+/// the core index); large-block lengths never reach it.
+const CORE_FRAME: u32 = 1 << 31;
 
 // ---------------------------------------------------------------------------
 // Global state. All of it is static: nothing is allocated to run the
@@ -126,9 +133,10 @@ static COUNTERS: [CoreCounter; MAX_CORES] = [const {
     }
 }; MAX_CORES];
 
-/// Large blocks: frame number of a block's first frame -> its length in
-/// frames (0: not a large block). A sparse 256 MiB NORESERVE mapping:
-/// untouched parts read as zero and cost nothing.
+/// The frame table: frame number (address >> 21) -> for a large block's
+/// first frame its length in frames; for a frame of a core's arena region
+/// [`CORE_FRAME`] | core index; 0 otherwise. A sparse 256 MiB NORESERVE
+/// mapping: untouched parts read as zero and cost nothing.
 static LARGE_TABLE: AtomicPtr<AtomicU32> = AtomicPtr::new(null_mut());
 static LARGE_LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 static LARGE_LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
@@ -389,6 +397,12 @@ fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
     r.len.store(if area != 0 { area_len } else { len }, Relaxed);
     r.core.store(core as u32, Relaxed);
     r.arena.store(arena, Relaxed);
+    // The mapping is 2 MiB-aligned and whole frames: tag each for `free`.
+    for f in (base..base + len).step_by(FRAME) {
+        if let Some(slot) = table_slot(f) {
+            slot.store(CORE_FRAME | core as u32, Relaxed);
+        }
+    }
     r.heap.store(heap, Relaxed);
     NREGIONS.store(idx + 1, Release);
     if VERBOSE.load(Relaxed) >= 1 {
@@ -583,6 +597,9 @@ fn with_heap(
     op: impl Fn(*mut MiHeap) -> *mut c_void,
 ) -> *mut c_void {
     if let Some((core, heap)) = fast_heap() {
+        if remote::has_mail(core) {
+            remote::drain(core);
+        }
         let p = op(heap);
         if !p.is_null() {
             count(core, size);
@@ -692,7 +709,7 @@ fn table_slot(p: usize) -> Option<&'static AtomicU32> {
 #[inline(always)]
 fn large_len(p: *mut c_void) -> Option<usize> {
     let frames = table_slot(p as usize)?.load(Relaxed);
-    (frames != 0).then_some(frames as usize * FRAME)
+    (frames != 0 && frames & CORE_FRAME == 0).then_some(frames as usize * FRAME)
 }
 
 #[cold]
@@ -900,6 +917,23 @@ pub unsafe fn free(p: *mut c_void) {
     if in_boot(p) {
         return;
     }
+    // A block of another core's arena is parked and sent to its core, which
+    // frees it (see `remote`); this core's blocks go straight to mimalloc.
+    let off = RSEQ_OFF.load(Relaxed);
+    if off != NO_RSEQ {
+        let cpu = os::rseq_cpu(off) as usize;
+        if let (Some(here), Some(slot)) = (CPU_CORE.get(cpu), table_slot(p as usize)) {
+            let tag = slot.load(Relaxed);
+            // SAFETY: `p` is a live block of a core arena (tagged frame),
+            // so mimalloc's; the caller does not use it again.
+            if tag & CORE_FRAME != 0
+                && tag & !CORE_FRAME != u32::from(here.load(Relaxed))
+                && unsafe { remote::park(cpu, tag & !CORE_FRAME, p) }
+            {
+                return;
+            }
+        }
+    }
     // SAFETY: the caller guarantees `p` is a live block; it is neither
     // large nor bootstrap, so it is mimalloc's. mi_free leaves errno alone.
     unsafe { mi::mi_free(p) }
@@ -1021,13 +1055,16 @@ pub fn keep_errno<T>(f: impl FnOnce() -> T) -> T {
 // ---------------------------------------------------------------------------
 
 extern "C" fn fork_prepare() {
+    remote::take_and_flush_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
     GROW_LOCK.lock();
 }
 extern "C" fn fork_parent() {
     GROW_LOCK.unlock();
+    remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
 }
 extern "C" fn fork_child() {
     GROW_LOCK.unlock();
+    remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
 }
 
 // ---------------------------------------------------------------------------

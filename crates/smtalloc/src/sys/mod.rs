@@ -10,3 +10,4 @@ pub mod engine;
 pub mod global;
 pub mod mi;
 pub mod os;
+pub mod remote;

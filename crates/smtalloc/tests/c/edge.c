@@ -167,18 +167,32 @@ static void threads_exit_then_free(void) {
 }
 
 static volatile int stop_churn;
+/* Blocks the churn threads swap: each one frees what another (pinned to
+ * another CPU) allocated, so fork meets cross-core frees in flight. */
+static void *volatile churn_slots[64];
+
+static void pin_to(int i) {
+  cpu_set_t all, one;
+  CPU_ZERO(&one);
+  if (sched_getaffinity(0, sizeof all, &all) != 0) return;
+  int n = CPU_COUNT(&all), k = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &all) && k++ == i % n) {
+      CPU_SET(c, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
 
 static void *churn(void *arg) {
-  (void)arg;
-  unsigned x = 12345;
-  void *keep[64] = {0};
+  pin_to((int)(long)arg);
+  unsigned x = 12345 + (unsigned)(long)arg;
   while (!stop_churn) {
     x = x * 1103515245 + 12345;
     unsigned i = (x >> 8) % 64;
-    free(keep[i]);
-    keep[i] = (x & 1) ? malloc_fn((x >> 12) % 4096 + 1) : calloc_fn(1, (x >> 12) % 300 + 1);
+    void *p = (x & 1) ? malloc_fn((x >> 12) % 4096 + 1) : calloc_fn(1, (x >> 12) % 300 + 1);
+    free(__atomic_exchange_n(&churn_slots[i], p, __ATOMIC_ACQ_REL));
   }
-  for (int i = 0; i < 64; i++) free(keep[i]);
   return NULL;
 }
 
@@ -191,7 +205,7 @@ static void *child_thread(void *arg) {
 static void fork_while_threads_allocate(void) {
   pthread_t t[3];
   stop_churn = 0;
-  for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, churn, NULL);
+  for (long i = 0; i < 3; i++) pthread_create(&t[i], NULL, churn, (void *)i);
   for (int f = 0; f < 30; f++) {
     pid_t pid = fork();
     CHECK(pid >= 0);
@@ -212,17 +226,27 @@ static void fork_while_threads_allocate(void) {
   }
   stop_churn = 1;
   for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 64; i++) free(churn_slots[i]);
 }
 
-/* Producer/consumer: blocks allocated on one thread (core), freed on another. */
+/* Producer/consumer: blocks allocated on one thread (core), freed on
+ * another; the two are pinned to different CPUs when there are two. Each
+ * block carries its number, checked before the free, so a block handed
+ * out twice (a lost or doubled cross-core free) shows. */
 static void *volatile handoff[256];
+static unsigned char seen[20000];
 static void *consumer(void *arg) {
   (void)arg;
+  pin_to(1);
   int got = 0;
   while (got < 20000) {
     for (int i = 0; i < 256; i++) {
-      void *p = __atomic_exchange_n(&handoff[i], NULL, __ATOMIC_ACQ_REL);
+      int *p = __atomic_exchange_n(&handoff[i], NULL, __ATOMIC_ACQ_REL);
       if (p) {
+        CHECK(p[0] >= 0 && p[0] < 20000 && p[1] == ~p[0]);
+        CHECK(!seen[p[0]]);
+        seen[p[0]] = 1;
+        p[0] = p[1] = 0x5a5a5a5a;
         free(p);
         got++;
       }
@@ -232,15 +256,24 @@ static void *consumer(void *arg) {
 }
 
 static void cross_thread_free(void) {
+  cpu_set_t saved;
+  CHECK(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  pin_to(0);
   pthread_t c;
   pthread_create(&c, NULL, consumer, NULL);
   for (int n = 0; n < 20000; n++) {
-    void *p = malloc_fn((size_t)(n % 700) + 1);
+    int *p = malloc_fn((size_t)(n % 700) + 8);
+    CHECK(p != NULL);
+    /* A fresh block must not still hold a consumer's scribble. */
+    p[0] = n;
+    p[1] = ~n;
     int i = n % 256;
     while (__atomic_load_n(&handoff[i], __ATOMIC_ACQUIRE) != NULL) sched_yield();
     __atomic_store_n(&handoff[i], p, __ATOMIC_RELEASE);
   }
   pthread_join(c, NULL);
+  for (int n = 0; n < 20000; n++) CHECK(seen[n]);
+  CHECK(sched_setaffinity(0, sizeof saved, &saved) == 0);
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,364 @@
+//! Cross-core frees by message: `free` of a block from another core's
+//! arena does not touch that core's memory; it parks the pointer in an
+//! outbox of the CPU the caller runs on, and full outboxes are sent to the
+//! owning core's inbox, which that core's next `malloc` empties by freeing
+//! the blocks itself, locally.
+//!
+//! Why: mimalloc frees a block of another thread's page by writing the
+//! free-list link into the block and pushing it onto the page's atomic
+//! thread-free list; the owner later walks that list, reading every link
+//! from the other core's cache, and then writes the block again to reuse
+//! it. On a host whose cores are far apart (this KVM guest's vCPUs measure
+//! 100-500 ns per round trip) that walk dominated producer/consumer
+//! allocation (xmalloc-like, larson-like): `_mi_page_free_collect` was 30%
+//! of the time. tcmalloc and jemalloc avoid it by letting the freeing thread
+//! keep the block, which is exactly what smtalloc must not do (the block's
+//! frame would then serve two cores). Here the freeing core only reads the
+//! pointer; the owner frees its own block, so mimalloc's fast local free
+//! path runs and the block's line moves once. snmalloc's message-passing
+//! design is the precedent.
+//!
+//! Structures, all static (no allocation):
+//! * per CPU an [`Outbox`] with [`NODES`] nodes of [`NODE_CAP`] pointers;
+//!   one node is open at a time, for one owner core. A node is sent when
+//!   full, or when a free for another owner arrives (then, if it holds
+//!   fewer than [`MIN_SEND`] blocks, they are freed directly instead).
+//!   The outbox is taken with one uncontended atomic swap on lines only
+//!   that CPU's threads touch; a thread that finds it taken (another thread
+//!   on this CPU was preempted holding it), or finds no idle node (the
+//!   owner has not emptied its inbox yet), frees directly with `mi_free`.
+//! * per core an [`Inbox`]: a lock-free stack of sent nodes (push by CAS,
+//!   emptied whole by one swap, so no ABA). `malloc` on a core whose inbox
+//!   is not empty first frees the blocks of every node there, then marks
+//!   the nodes idle for their senders.
+//!
+//! Bounds: a CPU parks at most [`NODES`] x [`NODE_CAP`] blocks. Parked
+//! blocks stay in their owner's arena (frames stay core-private); they are
+//! freed at the latest when the owner core allocates again, and smtalloc
+//! never returns core-arena memory to the OS anyway, so a block that waits
+//! in an inbox of a core that allocates no more costs nothing that freeing
+//! it would save. An open node waits for the next cross-core free from its
+//! CPU. `fork` sends and frees everything first (the child inherits no
+//! parked block and no taken outbox or inbox); the statistics report frees
+//! what is not in use right then.
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use core::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+use super::engine::{MAX_CORES, MAX_CPUS};
+use super::mi;
+
+/// Pointers per node: with its header a node is 512 bytes, eight lines.
+pub const NODE_CAP: usize = 61;
+/// Nodes per CPU outbox: one being filled while others wait in inboxes.
+pub const NODES: usize = 4;
+/// A node closed early (a free for another owner arrived) is sent only if
+/// it holds this many blocks; fewer are freed directly, as a send costs
+/// about what one `mi_free` does.
+pub const MIN_SEND: u32 = 8;
+/// No node open.
+const NONE: u32 = u32::MAX;
+
+#[repr(C, align(64))]
+struct Node {
+    /// Next node in an inbox.
+    next: AtomicPtr<Node>,
+    /// Open or in an inbox: only the outbox's holder or the draining core
+    /// touches `len`/`blocks`. Cleared (release) by the core that freed
+    /// its blocks.
+    busy: AtomicBool,
+    len: UnsafeCell<u32>,
+    blocks: UnsafeCell<[*mut c_void; NODE_CAP]>,
+}
+
+#[repr(C, align(64))]
+struct Outbox {
+    taken: AtomicBool,
+    /// Cross-core frees from this CPU that were not parked (outbox taken,
+    /// no idle node, or a node closed early with few blocks): `mi_free`d
+    /// directly. For the statistics.
+    direct: AtomicU64,
+    /// Index of the open node, or [`NONE`].
+    open: UnsafeCell<u32>,
+    /// Owner core of the open node's blocks.
+    owner: UnsafeCell<u32>,
+    nodes: [Node; NODES],
+}
+
+/// One line per core: written by senders (push), read by the core's
+/// `malloc`.
+#[repr(C, align(128))]
+struct Inbox {
+    head: AtomicPtr<Node>,
+    draining: AtomicBool,
+    /// Blocks and nodes freed from this inbox (by the draining thread, on
+    /// the line it writes anyway). For the statistics.
+    freed_blocks: AtomicU64,
+    freed_nodes: AtomicU64,
+}
+
+// SAFETY: a node's `len`/`blocks` are accessed only by whoever holds it:
+// the thread holding its outbox's `taken` while the node is open, then the
+// thread that swapped it out of an inbox (acquire, after the sender's
+// release push) until it clears `busy` (release; the sender reuses the node
+// only after an acquire load of `busy == false`).
+unsafe impl Sync for Node {}
+// SAFETY: `open` and `owner` are accessed only while holding `taken`
+// (acquire swap ... release store).
+unsafe impl Sync for Outbox {}
+
+const fn node() -> Node {
+    Node {
+        next: AtomicPtr::new(null_mut()),
+        busy: AtomicBool::new(false),
+        len: UnsafeCell::new(0),
+        blocks: UnsafeCell::new([null_mut(); NODE_CAP]),
+    }
+}
+
+static OUT: [Outbox; MAX_CPUS] = [const {
+    Outbox {
+        taken: AtomicBool::new(false),
+        direct: AtomicU64::new(0),
+        open: UnsafeCell::new(NONE),
+        owner: UnsafeCell::new(0),
+        nodes: [const { node() }; NODES],
+    }
+}; MAX_CPUS];
+
+static IN: [Inbox; MAX_CORES] = [const {
+    Inbox {
+        head: AtomicPtr::new(null_mut()),
+        draining: AtomicBool::new(false),
+        freed_blocks: AtomicU64::new(0),
+        freed_nodes: AtomicU64::new(0),
+    }
+}; MAX_CORES];
+
+/// Parks `p`, a live block of core `owner`'s arena freed on CPU `cpu`
+/// (of another core). `false` if it could not be parked: the caller frees
+/// it itself.
+///
+/// # Safety
+/// `p` is a live mimalloc block of core `owner`'s arena, not used after
+/// this call when it returns `true`.
+#[inline(always)]
+pub unsafe fn park(cpu: usize, owner: u32, p: *mut c_void) -> bool {
+    let (Some(ob), true) = (OUT.get(cpu), (owner as usize) < MAX_CORES) else {
+        return false;
+    };
+    if ob.taken.swap(true, Acquire) {
+        ob.direct.fetch_add(1, Relaxed);
+        return false;
+    }
+    // SAFETY: `taken` is ours until the release store below; see `Sync`.
+    let parked = unsafe { park_taken(ob, owner, p) };
+    if !parked {
+        ob.direct.fetch_add(1, Relaxed);
+    }
+    ob.taken.store(false, Release);
+    parked
+}
+
+/// [`park`] with the outbox taken.
+#[inline(always)]
+unsafe fn park_taken(ob: &Outbox, owner: u32, p: *mut c_void) -> bool {
+    // SAFETY: the caller holds `ob.taken`.
+    unsafe {
+        let open = &mut *ob.open.get();
+        if *open != NONE && *ob.owner.get() != owner {
+            close(ob);
+        }
+        if *open == NONE {
+            let Some(i) = ob.nodes.iter().position(|n| !n.busy.load(Acquire)) else {
+                return false;
+            };
+            ob.nodes[i].busy.store(true, Relaxed);
+            *ob.nodes[i].len.get() = 0;
+            *open = i as u32;
+            *ob.owner.get() = owner;
+        }
+        let n = &ob.nodes[*open as usize];
+        let len = &mut *n.len.get();
+        (*n.blocks.get())[*len as usize] = p;
+        *len += 1;
+        if *len as usize == NODE_CAP {
+            send(n, owner);
+            *open = NONE;
+        }
+    }
+    true
+}
+
+/// Closes the open node of `ob`: sends it, or frees its few blocks here.
+#[cold]
+#[inline(never)]
+unsafe fn close(ob: &Outbox) {
+    // SAFETY: the caller holds `ob.taken` and a node is open.
+    unsafe {
+        let open = &mut *ob.open.get();
+        let n = &ob.nodes[*open as usize];
+        if *n.len.get() >= MIN_SEND {
+            send(n, *ob.owner.get());
+        } else {
+            ob.direct.fetch_add(u64::from(*n.len.get()), Relaxed);
+            free_blocks(n);
+            n.busy.store(false, Release);
+        }
+        *open = NONE;
+    }
+}
+
+/// Pushes node `n` onto core `owner`'s inbox (release: its blocks and
+/// length are visible to whoever swaps it out).
+fn send(n: &Node, owner: u32) {
+    let inbox = &IN[owner as usize];
+    let me = n as *const Node as *mut Node;
+    let mut head = inbox.head.load(Relaxed);
+    loop {
+        n.next.store(head, Relaxed);
+        match inbox.head.compare_exchange_weak(head, me, Release, Relaxed) {
+            Ok(_) => return,
+            Err(h) => head = h,
+        }
+    }
+}
+
+/// Frees the blocks of `n` and empties it; returns how many.
+///
+/// # Safety
+/// The caller holds `n` (see `Sync`); its blocks are live mimalloc blocks.
+unsafe fn free_blocks(n: &Node) -> u32 {
+    // SAFETY: the caller holds `n`.
+    unsafe {
+        let count = *n.len.get();
+        let len = &mut *n.len.get();
+        let blocks = &*n.blocks.get();
+        for &p in &blocks[..*len as usize] {
+            mi::mi_free(p);
+        }
+        *len = 0;
+        count
+    }
+}
+
+/// Whether core `core` has parked blocks waiting (one load of its inbox
+/// line, for `malloc`'s fast path).
+#[inline(always)]
+pub fn has_mail(core: usize) -> bool {
+    IN.get(core)
+        .is_some_and(|i| !i.head.load(Relaxed).is_null())
+}
+
+/// Frees every block waiting in core `core`'s inbox (unless another thread
+/// is doing so right now).
+#[cold]
+#[inline(never)]
+pub fn drain(core: usize) {
+    let Some(inbox) = IN.get(core) else {
+        return;
+    };
+    if inbox.draining.swap(true, Acquire) {
+        return;
+    }
+    drain_taken(inbox);
+    inbox.draining.store(false, Release);
+}
+
+fn drain_taken(inbox: &Inbox) {
+    let mut n = inbox.head.swap(null_mut(), Acquire);
+    let (mut blocks, mut nodes) = (0u64, 0u64);
+    while !n.is_null() {
+        // SAFETY: `n` was pushed by `send` (a node of a static outbox) and
+        // swapped out by us alone: we hold it until `busy` is cleared.
+        // Read `next` first: the sender may reuse the node after that.
+        unsafe {
+            let node = &*n;
+            let next = node.next.load(Relaxed);
+            blocks += u64::from(free_blocks(node));
+            nodes += 1;
+            node.busy.store(false, Release);
+            n = next;
+        }
+    }
+    if nodes > 0 {
+        inbox.freed_blocks.fetch_add(blocks, Relaxed);
+        inbox.freed_nodes.fetch_add(nodes, Relaxed);
+    }
+}
+
+/// For `fork`: takes every outbox of CPUs `0..ncpus` (waiting for threads
+/// that hold one) and closes its open node, then takes every inbox of
+/// cores `0..ncores` and frees what waits there. Everything stays taken
+/// until [`release_all`].
+pub fn take_and_flush_all(ncpus: usize, ncores: usize) {
+    for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
+        while ob.taken.swap(true, Acquire) {
+            core::hint::spin_loop();
+        }
+        // SAFETY: taken above.
+        unsafe {
+            if *ob.open.get() != NONE {
+                close(ob);
+            }
+        }
+    }
+    for inbox in IN.iter().take(ncores.min(MAX_CORES)) {
+        while inbox.draining.swap(true, Acquire) {
+            core::hint::spin_loop();
+        }
+        drain_taken(inbox);
+    }
+}
+
+/// Releases what [`take_and_flush_all`] took.
+pub fn release_all(ncpus: usize, ncores: usize) {
+    for inbox in IN.iter().take(ncores.min(MAX_CORES)) {
+        inbox.draining.store(false, Release);
+    }
+    for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
+        ob.taken.store(false, Release);
+    }
+}
+
+/// Closes the open nodes and empties the inboxes that nobody holds right
+/// now (for the statistics: parked blocks would count as in use).
+pub fn flush_idle(ncpus: usize, ncores: usize) {
+    for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
+        if !ob.taken.swap(true, Acquire) {
+            // SAFETY: taken above.
+            unsafe {
+                if *ob.open.get() != NONE {
+                    close(ob);
+                }
+            }
+            ob.taken.store(false, Release);
+        }
+    }
+    for core in 0..ncores.min(MAX_CORES) {
+        drain(core);
+    }
+}
+
+/// Blocks and batches (nodes) of other cores' frees that core `core` has
+/// freed from its inbox so far.
+pub fn received(core: usize) -> (u64, u64) {
+    IN.get(core).map_or((0, 0), |i| {
+        (i.freed_blocks.load(Relaxed), i.freed_nodes.load(Relaxed))
+    })
+}
+
+/// Cross-core frees from CPUs `0..ncpus` that were freed directly instead
+/// of being parked.
+pub fn direct(ncpus: usize) -> u64 {
+    OUT.iter()
+        .take(ncpus.min(MAX_CPUS))
+        .map(|o| o.direct.load(Relaxed))
+        .sum()
+}
