@@ -11,6 +11,11 @@ pub const DEFAULT_RESERVE: usize = 256 << 20;
 /// in 4 KiB pages until the region's heap has claimed this much.
 pub const DEFAULT_THP_AFTER: usize = 16 << 20;
 
+/// Default `SMTALLOC_LARGE_CACHE`: bytes of freed large blocks kept for
+/// reuse (glibc keeps freed blocks up to its mmap threshold's maximum,
+/// 32 MiB, in its heap).
+pub const DEFAULT_LARGE_CACHE: usize = 32 << 20;
+
 /// The options (see the table in the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -26,6 +31,8 @@ pub struct Options {
     /// `SMTALLOC_THP_AFTER`: bytes at the start of each arena region left
     /// in 4 KiB pages until mimalloc has claimed as many in the region.
     pub thp_after: usize,
+    /// `SMTALLOC_LARGE_CACHE`: bytes of freed large blocks kept for reuse.
+    pub large_cache: usize,
 }
 
 impl Default for Options {
@@ -36,6 +43,7 @@ impl Default for Options {
             reserve: DEFAULT_RESERVE,
             thp: true,
             thp_after: DEFAULT_THP_AFTER,
+            large_cache: DEFAULT_LARGE_CACHE,
         }
     }
 }
@@ -66,6 +74,11 @@ impl Options {
         if let Some(n) = get(c"SMTALLOC_THP_AFTER", &mut buf) {
             if let Some(v) = parse_size(&buf[..n]) {
                 o.thp_after = v;
+            }
+        }
+        if let Some(n) = get(c"SMTALLOC_LARGE_CACHE", &mut buf) {
+            if let Some(v) = parse_size(&buf[..n]) {
+                o.large_cache = v;
             }
         }
         o
@@ -193,6 +206,7 @@ mod tests {
                 b"SMTALLOC_RESERVE_PER_CORE" => b"128MiB",
                 b"SMTALLOC_VERBOSE" => b"2",
                 b"SMTALLOC_THP_AFTER" => b"16M",
+                b"SMTALLOC_LARGE_CACHE" => b"0",
                 _ => return None,
             };
             buf[..v.len()].copy_from_slice(v);
@@ -206,6 +220,7 @@ mod tests {
                 reserve: 128 << 20,
                 thp: true,
                 thp_after: 16 << 20,
+                large_cache: 0,
             }
         );
     }

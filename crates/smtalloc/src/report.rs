@@ -263,10 +263,12 @@ pub fn print_stats() {
         os::write_stderr(l.as_bytes());
     }
     let (lbytes, lblocks, ltotal) = engine::large_counters();
+    let (kept, kept_bytes, reused) = engine::large_kept();
     let mut l = Line::new();
     l.push_fmt(format_args!(
-        "smtalloc: large (>= 1 MiB, shared, 2 MiB-aligned): {lblocks} live blocks, {}, {ltotal} allocated in all\n",
-        Mib(lbytes)
+        "smtalloc: large (>= 1 MiB, shared, 2 MiB-aligned): {lblocks} live blocks, {}, {ltotal} allocated in all, {reused} of them reusing a freed block's mapping; {kept} freed ({}) kept for reuse\n",
+        Mib(lbytes),
+        Mib(kept_bytes as u64)
     ));
     l.push_fmt(format_args!(
         "smtalloc: arenas huge-page coverage: {} of {} rss ({:.1}%){}\n",
@@ -339,6 +341,12 @@ pub struct Stats {
     pub large_live_blocks: u64,
     pub large_live_bytes: u64,
     pub large_blocks_total: u64,
+    /// Of those, how many reused the mapping of a freed large block.
+    pub large_blocks_reused: u64,
+    /// Freed large blocks kept for reuse right now, and their bytes
+    /// (`SMTALLOC_LARGE_CACHE`).
+    pub large_kept_blocks: u64,
+    pub large_kept_bytes: u64,
     /// 2 MiB frames in the arenas of more than one core: always 0.
     pub shared_frames: u64,
     /// Times a core fell back to mimalloc's shared heap (arena creation
@@ -386,6 +394,7 @@ pub fn stats() -> Stats {
         });
     }
     let (lbytes, lblocks, ltotal) = engine::large_counters();
+    let (kept, kept_bytes, reused) = engine::large_kept();
     Stats {
         initialized: true,
         rseq: engine::uses_rseq(),
@@ -395,6 +404,9 @@ pub fn stats() -> Stats {
         large_live_blocks: lblocks,
         large_live_bytes: lbytes,
         large_blocks_total: ltotal,
+        large_blocks_reused: reused,
+        large_kept_blocks: kept as u64,
+        large_kept_bytes: kept_bytes as u64,
         shared_frames: snap.shared_frames,
         fallbacks: engine::fallbacks(),
         remote_direct_frees: remote::direct(cpus),

@@ -19,6 +19,7 @@ use core::sync::atomic::{
     Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 
+use super::large_cache;
 use super::mi::{self, MiHeap};
 use super::os::{self, FRAME};
 use super::remote;
@@ -141,6 +142,8 @@ static LARGE_TABLE: AtomicPtr<AtomicU32> = AtomicPtr::new(null_mut());
 static LARGE_LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 static LARGE_LIVE_BLOCKS: AtomicU64 = AtomicU64::new(0);
 static LARGE_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// Large blocks served from kept mappings ([`large_cache`]).
+static LARGE_REUSED: AtomicU64 = AtomicU64::new(0);
 
 /// Taken to create or grow an arena, and around fork.
 static GROW_LOCK: SpinLock = SpinLock(AtomicBool::new(false));
@@ -202,6 +205,7 @@ fn init() {
     VERBOSE.store(opts.verbose, Relaxed);
     THP.store(opts.thp, Relaxed);
     THP_AFTER.store(options::round_frames(opts.thp_after), Relaxed);
+    large_cache::set_capacity(opts.large_cache);
     // SAFETY: plain getters of constants.
     let (min_size, version) = unsafe { (mi::mi_arena_min_size(), mi::mi_version()) };
     RESERVE.store(
@@ -712,8 +716,10 @@ fn large_len(p: *mut c_void) -> Option<usize> {
     (frames != 0 && frames & CORE_FRAME == 0).then_some(frames as usize * FRAME)
 }
 
+/// A large block: a kept mapping if one fits (trimmed to whole frames,
+/// zeroed for `zero`), else a fresh mapping (zero already).
 #[cold]
-fn large_alloc(size: usize, align: usize) -> *mut c_void {
+fn large_alloc(size: usize, align: usize, zero: bool) -> *mut c_void {
     if STATE.load(Acquire) != READY && !ensure_init() {
         return boot_alloc(size, align);
     }
@@ -721,6 +727,9 @@ fn large_alloc(size: usize, align: usize) -> *mut c_void {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     };
+    if let Some(p) = reuse_large(len, align.max(FRAME), size, zero) {
+        return p as *mut c_void;
+    }
     match map_large(len, align.max(FRAME), size) {
         Some(p) => p as *mut c_void,
         None => {
@@ -756,9 +765,34 @@ fn map_large(len: usize, align: usize, size: usize) -> Option<usize> {
     Some(p)
 }
 
-/// Unmaps a large block whole. Preserves errno (glibc's `free` does; this is
-/// the only `free` path that makes a system call: mimalloc's `mi_free` never
-/// does with pinned arenas and purging off).
+/// A kept mapping of at least `len` bytes aligned to `align`, trimmed to
+/// `len` (whole frames) and zeroed up to `size` for `zero`.
+fn reuse_large(len: usize, align: usize, size: usize, zero: bool) -> Option<usize> {
+    let frames = u32::try_from(len / FRAME).ok()?;
+    let (p, got) = large_cache::take(len, align)?;
+    if got > len {
+        os::munmap(p + len, got - len);
+    }
+    let Some(slot) = table_slot(p) else {
+        os::munmap(p, len);
+        return None;
+    };
+    if zero {
+        // SAFETY: [p, p + size) lies in the mapping just taken, ours alone.
+        unsafe { ptr::write_bytes(p as *mut u8, 0, size) };
+    }
+    slot.store(frames, Relaxed);
+    LARGE_LIVE_BYTES.fetch_add(len as u64, Relaxed);
+    LARGE_LIVE_BLOCKS.fetch_add(1, Relaxed);
+    LARGE_TOTAL.fetch_add(1, Relaxed);
+    LARGE_REUSED.fetch_add(1, Relaxed);
+    Some(p)
+}
+
+/// Frees a large block: kept for reuse if the cache has room, else
+/// unmapped whole. Preserves errno (glibc's `free` does; this is the only
+/// `free` path that makes a system call: mimalloc's `mi_free` never does
+/// with pinned arenas and purging off).
 #[cold]
 #[inline(never)]
 fn large_free(p: *mut c_void, len: usize) {
@@ -767,7 +801,9 @@ fn large_free(p: *mut c_void, len: usize) {
     }
     LARGE_LIVE_BYTES.fetch_sub(len as u64, Relaxed);
     LARGE_LIVE_BLOCKS.fetch_sub(1, Relaxed);
-    keep_errno(|| os::munmap(p as usize, len));
+    if !large_cache::put(p as usize, len) {
+        keep_errno(|| os::munmap(p as usize, len));
+    }
 }
 
 #[cold]
@@ -849,7 +885,7 @@ pub fn malloc(size: usize) -> *mut c_void {
             mi::mi_heap_malloc(h, size)
         })
     } else {
-        large_alloc(size, FRAME)
+        large_alloc(size, FRAME, false)
     }
 }
 
@@ -867,8 +903,7 @@ pub fn calloc(n: usize, size: usize) -> *mut c_void {
             mi::mi_heap_zalloc(h, total)
         })
     } else {
-        // Fresh anonymous mappings are zero.
-        large_alloc(total, FRAME)
+        large_alloc(total, FRAME, true)
     }
 }
 
@@ -883,7 +918,7 @@ pub fn aligned(size: usize, align: usize, zero: bool) -> *mut c_void {
         return null_mut();
     }
     if size >= LARGE_MIN || align > MAX_ARENA_ALIGN {
-        return large_alloc(size, align);
+        return large_alloc(size, align, zero);
     }
     with_heap(size, align, true, move |h| {
         // SAFETY: `h` is a live heap; `align` is a power of two <= 64 KiB.
@@ -970,7 +1005,7 @@ pub unsafe fn realloc(p: *mut c_void, n: usize) -> *mut c_void {
     if n >= LARGE_MIN {
         // SAFETY: `p` is a live mimalloc block.
         let old = unsafe { mi::mi_usable_size(p) };
-        let q = large_alloc(n, FRAME);
+        let q = large_alloc(n, FRAME, false);
         if !q.is_null() {
             // SAFETY: `p` holds `old` bytes, `q` at least n; distinct.
             unsafe {
@@ -1057,12 +1092,15 @@ pub fn keep_errno<T>(f: impl FnOnce() -> T) -> T {
 extern "C" fn fork_prepare() {
     remote::take_and_flush_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
     GROW_LOCK.lock();
+    large_cache::lock_for_fork();
 }
 extern "C" fn fork_parent() {
+    large_cache::unlock_after_fork();
     GROW_LOCK.unlock();
     remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
 }
 extern "C" fn fork_child() {
+    large_cache::unlock_after_fork();
     GROW_LOCK.unlock();
     remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
 }
@@ -1128,6 +1166,13 @@ pub fn large_counters() -> (u64, u64, u64) {
         LARGE_LIVE_BLOCKS.load(Relaxed),
         LARGE_TOTAL.load(Relaxed),
     )
+}
+
+/// Freed large blocks kept for reuse now (mappings, bytes), and large
+/// blocks served from kept mappings so far.
+pub fn large_kept() -> (usize, usize, u64) {
+    let (n, bytes) = large_cache::kept();
+    (n, bytes, LARGE_REUSED.load(Relaxed))
 }
 
 /// `SMTALLOC_THP_AFTER` as used (0 when THP is off or advised up front).

@@ -8,6 +8,7 @@
 
 pub mod engine;
 pub mod global;
+pub mod large_cache;
 pub mod mi;
 pub mod os;
 pub mod remote;
