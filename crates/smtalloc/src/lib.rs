@@ -98,7 +98,7 @@
 //! of an xmalloc-like producer/consumer run on a VM whose vCPUs are
 //! 100-500 ns apart). Instead, `free` only records the pointer: in an
 //! outbox of the CPU it runs on (4 nodes of 61 pointers, taken with one
-//! uncontended atomic swap); a full node is pushed onto the owning core's
+//! uncontended compare-and-swap); a full node is pushed onto the owning core's
 //! inbox (a lock-free stack), and that core's next `malloc` frees the
 //! blocks of every node there itself, through mimalloc's local free path,
 //! and hands the nodes back. The freeing core writes nothing into the

@@ -161,7 +161,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Frees the idle parked cross-core frees first (they would count as
+    /// in use), then reads the regions and smaps.
     pub fn take() -> Snapshot {
+        let (cpus, cores) = engine::topology_counts();
+        remote::flush_idle(cpus, cores);
         let mut regions = [RegionInfo::default(); MAX_REGIONS];
         let n = engine::regions(&mut regions);
         let mut acc = SmapsAcc::new(&regions[..n]);
@@ -217,10 +221,8 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// arena, the huge-page coverage and the shared-frame count. Allocates
 /// nothing.
 pub fn print_stats() {
-    let (cpus, cores) = engine::topology_counts();
-    // Parked cross-core frees would count as in use.
-    remote::flush_idle(cpus, cores);
     let snap = Snapshot::take();
+    let (cpus, cores) = engine::topology_counts();
     let mut l = Line::new();
     l.push_fmt(format_args!(
         "smtalloc: stats: {} cpus, {} cores, cpu from {}, {} arena regions\n",
@@ -363,10 +365,8 @@ pub fn stats() -> Stats {
     if !engine::is_initialized() {
         return Stats::default();
     }
-    let (cpus, ncores) = engine::topology_counts();
-    // Parked cross-core frees would count as in use.
-    remote::flush_idle(cpus, ncores);
     let snap = Snapshot::take();
+    let (cpus, ncores) = engine::topology_counts();
     let mut cores = Vec::with_capacity(ncores);
     for core in 0..ncores {
         let (_, arena, rss, huge) = snap.core_totals(core);

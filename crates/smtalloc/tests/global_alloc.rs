@@ -2,22 +2,16 @@
 //! different CPUs allocate, and every block's 2 MiB frame must belong to
 //! the arena of the core of the CPU it was allocated on.
 
+mod common;
+
 use std::collections::HashMap;
 
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-use nix::unistd::Pid;
+use common::{allowed_cpus, pin};
 
 #[global_allocator]
 static ALLOC: smtalloc::SmtAlloc = smtalloc::SmtAlloc;
 
 const FRAME: usize = 2 << 20;
-
-fn allowed_cpus() -> Vec<usize> {
-    let set = sched_getaffinity(Pid::from_raw(0)).expect("sched_getaffinity");
-    (0..CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect()
-}
 
 #[test]
 fn pinned_threads_allocate_from_their_cores_arena() {
@@ -26,9 +20,7 @@ fn pinned_threads_allocate_from_their_cores_arena() {
         .iter()
         .map(|&cpu| {
             std::thread::spawn(move || {
-                let mut set = CpuSet::new();
-                set.set(cpu).unwrap();
-                sched_setaffinity(Pid::from_raw(0), &set).expect("pin");
+                pin(cpu);
                 // Keep the blocks alive until checked; return addresses.
                 let blocks: Vec<Vec<u8>> = (0..3000)
                     .map(|i| vec![i as u8; 16 + (i * 37) % 60_000])

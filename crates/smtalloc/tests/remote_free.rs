@@ -7,20 +7,13 @@
 
 mod common;
 
-use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-use nix::unistd::Pid;
+use common::{allowed_cpus, pin};
 
 #[global_allocator]
 static ALLOC: smtalloc::SmtAlloc = smtalloc::SmtAlloc;
 
 const N: usize = 5000;
 const SIZE: usize = 64;
-
-fn pin(cpu: usize) {
-    let mut set = CpuSet::new();
-    set.set(cpu).unwrap();
-    sched_setaffinity(Pid::from_raw(0), &set).expect("pin");
-}
 
 /// Runs `f` on a thread pinned to `cpu`.
 fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -41,10 +34,7 @@ fn blocks_on(cpu: usize, tag: u8) -> Vec<Box<[u8; SIZE]>> {
 #[test]
 fn cross_core_frees_are_batched_back_to_the_owning_core() {
     drop(Box::new(0u8)); // initialize smtalloc
-    let set = sched_getaffinity(Pid::from_raw(0)).expect("sched_getaffinity");
-    let cpus: Vec<usize> = (0..CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect();
+    let cpus = allowed_cpus();
     let pair = cpus.iter().find_map(|&a| {
         let ca = smtalloc::core_of_cpu(a)?;
         cpus.iter()

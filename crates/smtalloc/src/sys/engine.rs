@@ -23,6 +23,7 @@ use super::large_cache;
 use super::mi::{self, MiHeap};
 use super::os::{self, FRAME};
 use super::remote;
+use super::spin_lock::SpinLock;
 use crate::{options, topology};
 
 /// Most CPUs (Linux CPU numbers) smtalloc distinguishes; higher numbers
@@ -146,26 +147,7 @@ static LARGE_TOTAL: AtomicU64 = AtomicU64::new(0);
 static LARGE_REUSED: AtomicU64 = AtomicU64::new(0);
 
 /// Taken to create or grow an arena, and around fork.
-static GROW_LOCK: SpinLock = SpinLock(AtomicBool::new(false));
-
-struct SpinLock(AtomicBool);
-
-impl SpinLock {
-    fn lock(&self) {
-        while self
-            .0
-            .compare_exchange_weak(false, true, Acquire, Relaxed)
-            .is_err()
-        {
-            // Rare (arena creation/growth only): yield rather than burn.
-            // SAFETY: sched_yield has no memory effects.
-            unsafe { libc::sched_yield() };
-        }
-    }
-    fn unlock(&self) {
-        self.0.store(false, Release);
-    }
-}
+static GROW_LOCK: SpinLock = SpinLock::new();
 
 #[repr(C, align(4096))]
 struct BootBuf(UnsafeCell<[u8; BOOT_SIZE]>);
@@ -249,7 +231,7 @@ fn init() {
             RSEQ_OFF.store(off, Release);
         }
     }
-    os::atfork(fork_prepare, fork_parent, fork_child);
+    os::atfork(fork_prepare, fork_release, fork_release);
 
     if opts.verbose >= 1 {
         let mut line = crate::report::Line::new();
@@ -274,32 +256,34 @@ fn init() {
 // Heaps and arenas.
 // ---------------------------------------------------------------------------
 
-/// The CPU the caller runs on, then its core index.
+/// The CPU the caller runs on, from glibc's rseq area, and that CPU's core
+/// index; `None` without rseq (or for a CPU number past [`MAX_CPUS`]).
 #[inline(always)]
-fn current_core() -> usize {
-    let off = RSEQ_OFF.load(Relaxed);
-    let cpu = if off != NO_RSEQ {
-        os::rseq_cpu(off) as usize
-    } else {
-        usize::MAX
-    };
-    let cpu = if cpu < MAX_CPUS {
-        cpu
-    } else {
-        os::sched_getcpu().unwrap_or(0) % MAX_CPUS
-    };
-    CPU_CORE[cpu].load(Relaxed) as usize
-}
-
-/// Fast path: the current core and its heap, if both are ready.
-#[inline(always)]
-fn fast_heap() -> Option<(usize, *mut MiHeap)> {
+fn rseq_cpu_core() -> Option<(usize, usize)> {
     let off = RSEQ_OFF.load(Relaxed);
     if off == NO_RSEQ {
         return None;
     }
     let cpu = os::rseq_cpu(off) as usize;
     let core = CPU_CORE.get(cpu)?.load(Relaxed) as usize;
+    Some((cpu, core))
+}
+
+/// The core index of the CPU the caller runs on (`sched_getcpu` without
+/// rseq).
+#[inline(always)]
+fn current_core() -> usize {
+    if let Some((_, core)) = rseq_cpu_core() {
+        return core;
+    }
+    let cpu = os::sched_getcpu().unwrap_or(0) % MAX_CPUS;
+    CPU_CORE[cpu].load(Relaxed) as usize
+}
+
+/// Fast path: the current core and its heap, if both are ready.
+#[inline(always)]
+fn fast_heap() -> Option<(usize, *mut MiHeap)> {
+    let (_, core) = rseq_cpu_core()?;
     // SAFETY: CPU_CORE only holds indices < MAX_CORES (init maps at most
     // MAX_CPUS <= MAX_CORES CPUs to dense core indices).
     let slot = unsafe { HEAPS.get_unchecked(core) };
@@ -709,6 +693,14 @@ fn table_slot(p: usize) -> Option<&'static AtomicU32> {
     Some(unsafe { &*t.add(f) })
 }
 
+/// The core whose arena region holds the 2 MiB frame of `p` (its tag in
+/// the frame table), if any.
+#[inline(always)]
+fn frame_core(p: usize) -> Option<usize> {
+    let tag = table_slot(p)?.load(Relaxed);
+    (tag & CORE_FRAME != 0).then_some((tag & !CORE_FRAME) as usize)
+}
+
 /// The length of the large block at `p` (a 2 MiB-aligned pointer), if any.
 #[inline(always)]
 fn large_len(p: *mut c_void) -> Option<usize> {
@@ -954,19 +946,11 @@ pub unsafe fn free(p: *mut c_void) {
     }
     // A block of another core's arena is parked and sent to its core, which
     // frees it (see `remote`); this core's blocks go straight to mimalloc.
-    let off = RSEQ_OFF.load(Relaxed);
-    if off != NO_RSEQ {
-        let cpu = os::rseq_cpu(off) as usize;
-        if let (Some(here), Some(slot)) = (CPU_CORE.get(cpu), table_slot(p as usize)) {
-            let tag = slot.load(Relaxed);
-            // SAFETY: `p` is a live block of a core arena (tagged frame),
-            // so mimalloc's; the caller does not use it again.
-            if tag & CORE_FRAME != 0
-                && tag & !CORE_FRAME != u32::from(here.load(Relaxed))
-                && unsafe { remote::park(cpu, tag & !CORE_FRAME, p) }
-            {
-                return;
-            }
+    if let (Some((cpu, here)), Some(owner)) = (rseq_cpu_core(), frame_core(p as usize)) {
+        // SAFETY: `p` is a live block of a core arena (tagged frame), so
+        // mimalloc's; the caller does not use it again.
+        if owner != here && unsafe { remote::park(cpu, owner, p) } {
+            return;
         }
     }
     // SAFETY: the caller guarantees `p` is a live block; it is neither
@@ -1090,19 +1074,17 @@ pub fn keep_errno<T>(f: impl FnOnce() -> T) -> T {
 // ---------------------------------------------------------------------------
 
 extern "C" fn fork_prepare() {
-    remote::take_and_flush_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
+    let (cpus, cores) = topology_counts();
+    remote::take_and_flush_all(cpus, cores);
     GROW_LOCK.lock();
     large_cache::lock_for_fork();
 }
-extern "C" fn fork_parent() {
+/// Parent and child alike release what `fork_prepare` took.
+extern "C" fn fork_release() {
     large_cache::unlock_after_fork();
     GROW_LOCK.unlock();
-    remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
-}
-extern "C" fn fork_child() {
-    large_cache::unlock_after_fork();
-    GROW_LOCK.unlock();
-    remote::release_all(NCPUS.load(Relaxed), NCORES.load(Relaxed));
+    let (cpus, cores) = topology_counts();
+    remote::release_all(cpus, cores);
 }
 
 // ---------------------------------------------------------------------------
@@ -1237,17 +1219,10 @@ pub fn core_in_use(core: usize) -> u64 {
     total
 }
 
-/// The region (and so the core) a pointer's 2 MiB frame belongs to.
+/// The core whose arena region holds the 2 MiB frame of `p` (from the
+/// frame table that `free` reads).
 pub fn owner_core(p: *const u8) -> Option<usize> {
-    let a = p as usize;
-    let n = NREGIONS.load(Acquire).min(MAX_REGIONS);
-    REGIONS[..n]
-        .iter()
-        .find(|r| {
-            let s = r.start.load(Relaxed);
-            a >= s && a < s + r.len.load(Relaxed)
-        })
-        .map(|r| r.core.load(Relaxed) as usize)
+    frame_core(p as usize)
 }
 
 /// Runs at exit (from `.fini_array`, which allocates nothing, unlike

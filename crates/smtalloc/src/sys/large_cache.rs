@@ -16,10 +16,9 @@
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{
-    AtomicBool, AtomicUsize,
-    Ordering::{Acquire, Relaxed, Release},
-};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use super::spin_lock::SpinLock;
 
 /// Most mappings kept.
 pub const SLOTS: usize = 16;
@@ -32,16 +31,15 @@ struct Entries {
 }
 
 struct Cache {
-    locked: AtomicBool,
+    lock: SpinLock,
     entries: UnsafeCell<Entries>,
 }
 
-// SAFETY: `entries` is only accessed between `lock` (acquire) and `unlock`
-// (release).
+// SAFETY: `entries` is only accessed with `lock` held.
 unsafe impl Sync for Cache {}
 
 static CACHE: Cache = Cache {
-    locked: AtomicBool::new(false),
+    lock: SpinLock::new(),
     entries: UnsafeCell::new(Entries {
         maps: [(0, 0); SLOTS],
         n: 0,
@@ -56,26 +54,12 @@ pub fn set_capacity(bytes: usize) {
     CAPACITY.store(bytes, Relaxed);
 }
 
-fn lock() {
-    while CACHE
-        .locked
-        .compare_exchange_weak(false, true, Acquire, Relaxed)
-        .is_err()
-    {
-        core::hint::spin_loop();
-    }
-}
-
-fn unlock() {
-    CACHE.locked.store(false, Release);
-}
-
 /// Runs `f` on the entries with the lock held.
 fn with_entries<T>(f: impl FnOnce(&mut Entries) -> T) -> T {
-    lock();
+    CACHE.lock.lock();
     // SAFETY: the lock is held until `unlock` below.
     let r = f(unsafe { &mut *CACHE.entries.get() });
-    unlock();
+    CACHE.lock.unlock();
     r
 }
 
@@ -124,9 +108,9 @@ pub fn kept() -> (usize, usize) {
 /// For `fork`: hold the lock across it (the child must not inherit it
 /// taken).
 pub fn lock_for_fork() {
-    lock();
+    CACHE.lock.lock();
 }
 
 pub fn unlock_after_fork() {
-    unlock();
+    CACHE.lock.unlock();
 }

@@ -12,3 +12,4 @@ pub mod large_cache;
 pub mod mi;
 pub mod os;
 pub mod remote;
+pub mod spin_lock;

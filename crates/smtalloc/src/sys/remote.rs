@@ -23,7 +23,7 @@
 //!   one node is open at a time, for one owner core. A node is sent when
 //!   full, or when a free for another owner arrives (then, if it holds
 //!   fewer than [`MIN_SEND`] blocks, they are freed directly instead).
-//!   The outbox is taken with one uncontended atomic swap on lines only
+//!   The outbox is taken with one uncontended compare-and-swap on lines only
 //!   that CPU's threads touch; a thread that finds it taken (another thread
 //!   on this CPU was preempted holding it), or finds no idle node (the
 //!   owner has not emptied its inbox yet), frees directly with `mi_free`.
@@ -50,6 +50,8 @@ use core::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
+
+use super::spin_lock::SpinLock;
 
 use super::engine::{MAX_CORES, MAX_CPUS};
 use super::mi;
@@ -79,7 +81,7 @@ struct Node {
 
 #[repr(C, align(64))]
 struct Outbox {
-    taken: AtomicBool,
+    taken: SpinLock,
     /// Cross-core frees from this CPU that were not parked (outbox taken,
     /// no idle node, or a node closed early with few blocks): `mi_free`d
     /// directly. For the statistics.
@@ -87,7 +89,7 @@ struct Outbox {
     /// Index of the open node, or [`NONE`].
     open: UnsafeCell<u32>,
     /// Owner core of the open node's blocks.
-    owner: UnsafeCell<u32>,
+    owner: UnsafeCell<usize>,
     nodes: [Node; NODES],
 }
 
@@ -96,7 +98,7 @@ struct Outbox {
 #[repr(C, align(128))]
 struct Inbox {
     head: AtomicPtr<Node>,
-    draining: AtomicBool,
+    draining: SpinLock,
     /// Blocks and nodes freed from this inbox (by the draining thread, on
     /// the line it writes anyway). For the statistics.
     freed_blocks: AtomicU64,
@@ -109,8 +111,7 @@ struct Inbox {
 // release push) until it clears `busy` (release; the sender reuses the node
 // only after an acquire load of `busy == false`).
 unsafe impl Sync for Node {}
-// SAFETY: `open` and `owner` are accessed only while holding `taken`
-// (acquire swap ... release store).
+// SAFETY: `open` and `owner` are accessed only while holding `taken`.
 unsafe impl Sync for Outbox {}
 
 const fn node() -> Node {
@@ -124,7 +125,7 @@ const fn node() -> Node {
 
 static OUT: [Outbox; MAX_CPUS] = [const {
     Outbox {
-        taken: AtomicBool::new(false),
+        taken: SpinLock::new(),
         direct: AtomicU64::new(0),
         open: UnsafeCell::new(NONE),
         owner: UnsafeCell::new(0),
@@ -135,7 +136,7 @@ static OUT: [Outbox; MAX_CPUS] = [const {
 static IN: [Inbox; MAX_CORES] = [const {
     Inbox {
         head: AtomicPtr::new(null_mut()),
-        draining: AtomicBool::new(false),
+        draining: SpinLock::new(),
         freed_blocks: AtomicU64::new(0),
         freed_nodes: AtomicU64::new(0),
     }
@@ -149,26 +150,26 @@ static IN: [Inbox; MAX_CORES] = [const {
 /// `p` is a live mimalloc block of core `owner`'s arena, not used after
 /// this call when it returns `true`.
 #[inline(always)]
-pub unsafe fn park(cpu: usize, owner: u32, p: *mut c_void) -> bool {
-    let (Some(ob), true) = (OUT.get(cpu), (owner as usize) < MAX_CORES) else {
+pub unsafe fn park(cpu: usize, owner: usize, p: *mut c_void) -> bool {
+    let (Some(ob), true) = (OUT.get(cpu), owner < MAX_CORES) else {
         return false;
     };
-    if ob.taken.swap(true, Acquire) {
+    if !ob.taken.try_lock() {
         ob.direct.fetch_add(1, Relaxed);
         return false;
     }
-    // SAFETY: `taken` is ours until the release store below; see `Sync`.
+    // SAFETY: `taken` is ours until the unlock below; see `Sync`.
     let parked = unsafe { park_taken(ob, owner, p) };
     if !parked {
         ob.direct.fetch_add(1, Relaxed);
     }
-    ob.taken.store(false, Release);
+    ob.taken.unlock();
     parked
 }
 
 /// [`park`] with the outbox taken.
 #[inline(always)]
-unsafe fn park_taken(ob: &Outbox, owner: u32, p: *mut c_void) -> bool {
+unsafe fn park_taken(ob: &Outbox, owner: usize, p: *mut c_void) -> bool {
     // SAFETY: the caller holds `ob.taken`.
     unsafe {
         let open = &mut *ob.open.get();
@@ -217,8 +218,8 @@ unsafe fn close(ob: &Outbox) {
 
 /// Pushes node `n` onto core `owner`'s inbox (release: its blocks and
 /// length are visible to whoever swaps it out).
-fn send(n: &Node, owner: u32) {
-    let inbox = &IN[owner as usize];
+fn send(n: &Node, owner: usize) {
+    let inbox = &IN[owner];
     let me = n as *const Node as *mut Node;
     let mut head = inbox.head.load(Relaxed);
     loop {
@@ -237,14 +238,12 @@ fn send(n: &Node, owner: u32) {
 unsafe fn free_blocks(n: &Node) -> u32 {
     // SAFETY: the caller holds `n`.
     unsafe {
-        let count = *n.len.get();
-        let len = &mut *n.len.get();
+        let len = core::mem::take(&mut *n.len.get());
         let blocks = &*n.blocks.get();
-        for &p in &blocks[..*len as usize] {
+        for &p in &blocks[..len as usize] {
             mi::mi_free(p);
         }
-        *len = 0;
-        count
+        len
     }
 }
 
@@ -264,11 +263,11 @@ pub fn drain(core: usize) {
     let Some(inbox) = IN.get(core) else {
         return;
     };
-    if inbox.draining.swap(true, Acquire) {
+    if !inbox.draining.try_lock() {
         return;
     }
     drain_taken(inbox);
-    inbox.draining.store(false, Release);
+    inbox.draining.unlock();
 }
 
 fn drain_taken(inbox: &Inbox) {
@@ -299,9 +298,7 @@ fn drain_taken(inbox: &Inbox) {
 /// until [`release_all`].
 pub fn take_and_flush_all(ncpus: usize, ncores: usize) {
     for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
-        while ob.taken.swap(true, Acquire) {
-            core::hint::spin_loop();
-        }
+        ob.taken.lock();
         // SAFETY: taken above.
         unsafe {
             if *ob.open.get() != NONE {
@@ -310,9 +307,7 @@ pub fn take_and_flush_all(ncpus: usize, ncores: usize) {
         }
     }
     for inbox in IN.iter().take(ncores.min(MAX_CORES)) {
-        while inbox.draining.swap(true, Acquire) {
-            core::hint::spin_loop();
-        }
+        inbox.draining.lock();
         drain_taken(inbox);
     }
 }
@@ -320,10 +315,10 @@ pub fn take_and_flush_all(ncpus: usize, ncores: usize) {
 /// Releases what [`take_and_flush_all`] took.
 pub fn release_all(ncpus: usize, ncores: usize) {
     for inbox in IN.iter().take(ncores.min(MAX_CORES)) {
-        inbox.draining.store(false, Release);
+        inbox.draining.unlock();
     }
     for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
-        ob.taken.store(false, Release);
+        ob.taken.unlock();
     }
 }
 
@@ -331,14 +326,14 @@ pub fn release_all(ncpus: usize, ncores: usize) {
 /// now (for the statistics: parked blocks would count as in use).
 pub fn flush_idle(ncpus: usize, ncores: usize) {
     for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
-        if !ob.taken.swap(true, Acquire) {
+        if ob.taken.try_lock() {
             // SAFETY: taken above.
             unsafe {
                 if *ob.open.get() != NONE {
                     close(ob);
                 }
             }
-            ob.taken.store(false, Release);
+            ob.taken.unlock();
         }
     }
     for core in 0..ncores.min(MAX_CORES) {

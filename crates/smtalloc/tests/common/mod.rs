@@ -1,5 +1,5 @@
 //! Shared helpers of the integration tests: find (or build) libsmtalloc.so
-//! and run programs under it.
+//! and run programs under it; the CPUs this process may use, and pinning.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -91,4 +91,20 @@ pub fn run_preloaded(cmd: &mut Command) -> Output {
 /// Prints the conventional skip line.
 pub fn skip(reason: &str) {
     println!("skipped: {reason}");
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    let set = sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("sched_getaffinity");
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu).unwrap();
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
 }

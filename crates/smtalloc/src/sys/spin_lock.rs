@@ -1,0 +1,43 @@
+//! The one lock type of the allocator: a flag taken with an atomic
+//! compare-and-swap. `std::sync::Mutex` is not usable inside `malloc` (it
+//! may allocate or park through the allocator), and every lock here guards
+//! a few instructions or a rare slow path.
+
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+pub struct SpinLock(AtomicBool);
+
+impl SpinLock {
+    pub const fn new() -> SpinLock {
+        SpinLock(AtomicBool::new(false))
+    }
+
+    /// Takes the lock if it is free; `false` if someone holds it.
+    #[inline(always)]
+    pub fn try_lock(&self) -> bool {
+        self.0
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the lock, yielding the CPU while someone else holds it (the
+    /// holder may be a preempted thread on this CPU).
+    pub fn lock(&self) {
+        while self
+            .0
+            .compare_exchange_weak(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            // SAFETY: sched_yield has no memory effects.
+            unsafe { libc::sched_yield() };
+        }
+    }
+
+    #[inline(always)]
+    pub fn unlock(&self) {
+        self.0.store(false, Release);
+    }
+}
