@@ -175,7 +175,10 @@
 //!
 //! # Options
 //!
-//! Environment variables, read once at the first allocation with `getenv`:
+//! Environment variables, read once at the first allocation with `getenv`.
+//! A value that does not parse keeps the default and is named in one line
+//! on stderr (`smtalloc: SMTALLOC_THP=maybe: not understood, expected ...;
+//! using the default`); the program runs on, as smtalloc cannot stop it.
 //!
 //! | variable | default | meaning |
 //! |---|---|---|

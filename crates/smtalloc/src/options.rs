@@ -50,39 +50,63 @@ impl Default for Options {
 
 impl Options {
     /// Reads the options through `get(name, buf) -> Some(len)` (getenv).
-    /// Unparsable values keep their defaults.
-    pub fn from_env(get: impl Fn(&CStr, &mut [u8]) -> Option<usize>) -> Options {
+    /// An unparsable value keeps its default and is reported through
+    /// `rejected(name, value, what is valid)`: smtalloc runs inside someone
+    /// else's program, so it can warn but not stop it.
+    pub fn from_env(
+        get: impl Fn(&CStr, &mut [u8]) -> Option<usize>,
+        mut rejected: impl FnMut(&CStr, &[u8], &str),
+    ) -> Options {
+        const BOOL: &str = "1 or 0 (yes/no, on/off, true/false)";
+        const SIZE: &str = "a size such as 64MiB, 512K or 4096";
         let mut o = Options::default();
-        let mut buf = [0u8; 64];
-        if let Some(n) = get(c"SMTALLOC_STATS", &mut buf) {
-            o.stats = parse_bool(&buf[..n]).unwrap_or(false);
+        let mut read = |name: &CStr, valid: &str, parse: &dyn Fn(&[u8]) -> Option<usize>| {
+            read_one(&get, &mut rejected, name, valid, parse)
+        };
+        let flag = |v: &[u8]| parse_bool(v).map(usize::from);
+        let size = |v: &[u8]| parse_size(v);
+        let level = |v: &[u8]| match parse_bool(v) {
+            Some(b) => Some(usize::from(b)),
+            None => parse_u64(v).map(|l| l.min(9) as usize),
+        };
+        if let Some(v) = read(c"SMTALLOC_STATS", BOOL, &flag) {
+            o.stats = v == 1;
         }
-        if let Some(n) = get(c"SMTALLOC_VERBOSE", &mut buf) {
-            o.verbose = match parse_bool(&buf[..n]) {
-                Some(b) => b as u32,
-                None => parse_u64(&buf[..n]).map(|v| v.min(9) as u32).unwrap_or(0),
-            };
+        if let Some(v) = read(c"SMTALLOC_VERBOSE", "0, 1 or 2", &level) {
+            o.verbose = v as u32;
         }
-        if let Some(n) = get(c"SMTALLOC_RESERVE_PER_CORE", &mut buf) {
-            if let Some(v) = parse_size(&buf[..n]) {
-                o.reserve = v;
-            }
+        if let Some(v) = read(c"SMTALLOC_RESERVE_PER_CORE", SIZE, &size) {
+            o.reserve = v;
         }
-        if let Some(n) = get(c"SMTALLOC_THP", &mut buf) {
-            o.thp = parse_bool(&buf[..n]).unwrap_or(true);
+        if let Some(v) = read(c"SMTALLOC_THP", BOOL, &flag) {
+            o.thp = v == 1;
         }
-        if let Some(n) = get(c"SMTALLOC_THP_AFTER", &mut buf) {
-            if let Some(v) = parse_size(&buf[..n]) {
-                o.thp_after = v;
-            }
+        if let Some(v) = read(c"SMTALLOC_THP_AFTER", SIZE, &size) {
+            o.thp_after = v;
         }
-        if let Some(n) = get(c"SMTALLOC_LARGE_CACHE", &mut buf) {
-            if let Some(v) = parse_size(&buf[..n]) {
-                o.large_cache = v;
-            }
+        if let Some(v) = read(c"SMTALLOC_LARGE_CACHE", SIZE, &size) {
+            o.large_cache = v;
         }
         o
     }
+}
+
+/// One variable: its parsed value, `None` if unset or unparsable (then
+/// reported through `rejected`).
+fn read_one(
+    get: &dyn Fn(&CStr, &mut [u8]) -> Option<usize>,
+    rejected: &mut dyn FnMut(&CStr, &[u8], &str),
+    name: &CStr,
+    valid: &str,
+    parse: &dyn Fn(&[u8]) -> Option<usize>,
+) -> Option<usize> {
+    let mut buf = [0u8; 64];
+    let n = get(name, &mut buf)?;
+    let value = parse(&buf[..n]);
+    if value.is_none() {
+        rejected(name, &buf[..n], valid);
+    }
+    value
 }
 
 fn trim(s: &[u8]) -> &[u8] {
@@ -200,18 +224,21 @@ mod tests {
 
     #[test]
     fn from_env() {
-        let o = Options::from_env(|name, buf| {
-            let v: &[u8] = match name.to_bytes() {
-                b"SMTALLOC_STATS" => b"1",
-                b"SMTALLOC_RESERVE_PER_CORE" => b"128MiB",
-                b"SMTALLOC_VERBOSE" => b"2",
-                b"SMTALLOC_THP_AFTER" => b"16M",
-                b"SMTALLOC_LARGE_CACHE" => b"0",
-                _ => return None,
-            };
-            buf[..v.len()].copy_from_slice(v);
-            Some(v.len())
-        });
+        let o = Options::from_env(
+            |name, buf| {
+                let v: &[u8] = match name.to_bytes() {
+                    b"SMTALLOC_STATS" => b"1",
+                    b"SMTALLOC_RESERVE_PER_CORE" => b"128MiB",
+                    b"SMTALLOC_VERBOSE" => b"2",
+                    b"SMTALLOC_THP_AFTER" => b"16M",
+                    b"SMTALLOC_LARGE_CACHE" => b"0",
+                    _ => return None,
+                };
+                buf[..v.len()].copy_from_slice(v);
+                Some(v.len())
+            },
+            |name, _, _| panic!("{name:?} rejected"),
+        );
         assert_eq!(
             o,
             Options {
@@ -222,6 +249,44 @@ mod tests {
                 thp_after: 16 << 20,
                 large_cache: 0,
             }
+        );
+    }
+
+    #[test]
+    fn unparsable_values_keep_their_defaults_and_are_reported() {
+        let mut rejected = Vec::new();
+        let o = Options::from_env(
+            |name, buf| {
+                let v: &[u8] = match name.to_bytes() {
+                    b"SMTALLOC_STATS" => b"maybe",
+                    b"SMTALLOC_LARGE_CACHE" => b"lots",
+                    b"SMTALLOC_THP_AFTER" => b"8M",
+                    _ => return None,
+                };
+                buf[..v.len()].copy_from_slice(v);
+                Some(v.len())
+            },
+            |name, value, valid| {
+                rejected.push(format!(
+                    "{}={}: {valid}",
+                    name.to_str().unwrap(),
+                    String::from_utf8_lossy(value)
+                ))
+            },
+        );
+        assert_eq!(
+            o,
+            Options {
+                thp_after: 8 << 20,
+                ..Options::default()
+            }
+        );
+        assert_eq!(
+            rejected,
+            [
+                "SMTALLOC_STATS=maybe: 1 or 0 (yes/no, on/off, true/false)",
+                "SMTALLOC_LARGE_CACHE=lots: a size such as 64MiB, 512K or 4096",
+            ]
         );
     }
 }

@@ -117,3 +117,34 @@ fn java_version() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("version"), "{text}");
 }
+
+#[test]
+fn unparsable_options_are_named_on_one_line_and_the_program_runs_on() {
+    // git allocates, so smtalloc initializes and reads its options (and,
+    // unlike coreutils, it leaves stderr open for the stats at exit).
+    if !common::have("git") {
+        return common::skip("git not installed");
+    }
+    let out = common::run_preloaded(
+        Command::new("git")
+            .arg("--version")
+            .env("SMTALLOC_LARGE_CACHE", "lots")
+            .env("SMTALLOC_THP", "maybe"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("not understood"))
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "smtalloc: SMTALLOC_THP=maybe: not understood, expected 1 or 0 (yes/no, on/off, \
+             true/false); using the default",
+            "smtalloc: SMTALLOC_LARGE_CACHE=lots: not understood, expected a size such as 64MiB, \
+             512K or 4096; using the default",
+        ],
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("git version"));
+}

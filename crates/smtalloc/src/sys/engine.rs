@@ -182,7 +182,16 @@ pub fn is_initialized() -> bool {
 }
 
 fn init() {
-    let opts = options::Options::from_env(os::getenv_into);
+    let opts = options::Options::from_env(os::getenv_into, |name, value, valid| {
+        // One line on stderr: the value is ignored, the program runs on.
+        let mut line = crate::report::Line::new();
+        line.push_fmt(format_args!(
+            "smtalloc: {}={}: not understood, expected {valid}; using the default\n",
+            name.to_str().unwrap_or("?"),
+            core::str::from_utf8(value).unwrap_or("(not UTF-8)"),
+        ));
+        os::write_stderr(line.as_bytes());
+    });
     STATS_ON.store(opts.stats, Relaxed);
     VERBOSE.store(opts.verbose, Relaxed);
     THP.store(opts.thp, Relaxed);
