@@ -43,6 +43,23 @@ mod merge_notes_tests {
             ]
         );
     }
+
+    #[test]
+    fn a_note_about_many_series_names_six_and_counts_the_rest() {
+        let notes: Vec<String> = (0..10)
+            .map(|i| format!("w{i} (thread, compact, glibc): no N = 1 point was measured."))
+            .collect();
+        assert_eq!(
+            merge_notes(notes),
+            vec![
+                "No N = 1 point was measured (for 10 series: w0 (thread, compact, glibc); \
+                 w1 (thread, compact, glibc); w2 (thread, compact, glibc); \
+                 w3 (thread, compact, glibc); w4 (thread, compact, glibc); \
+                 w5 (thread, compact, glibc); and 4 more)."
+                    .to_string()
+            ]
+        );
+    }
 }
 pub mod usl;
 pub mod verdict;
@@ -201,8 +218,12 @@ pub struct Recommendation {
     pub sentence: String,
 }
 
+/// Most series a merged note names; the rest are counted.
+const MAX_NAMED_SERIES: usize = 6;
+
 /// Notes of the form `SERIES: what` that say the same `what` about three or
-/// more series become one note naming them all: a sweep over many programs
+/// more series become one note naming them (the first
+/// [`MAX_NAMED_SERIES`], then how many more): a sweep over many programs
 /// and allocators would otherwise repeat one sentence a dozen times.
 pub fn merge_notes(notes: Vec<String>) -> Vec<String> {
     let split = |n: &str| {
@@ -238,12 +259,19 @@ pub fn merge_notes(notes: Vec<String>) -> Vec<String> {
         if let Some(first) = what.get(..1) {
             what = first.to_uppercase() + &what[1..];
         }
+        // A study of many series would otherwise print one line of
+        // thousands of characters: name the first few and count the rest.
+        let named = whos.len().min(MAX_NAMED_SERIES);
+        let rest = whos.len() - named;
+        let mut list = whos[..named].join("; ");
+        if rest > 0 {
+            list += &format!("; and {rest} more");
+        }
         out.push(
             format!(
-                "{} (for {} series: {})",
+                "{} (for {} series: {list})",
                 what.trim_end_matches('.'),
                 whos.len(),
-                whos.join("; ")
             ) + ".",
         );
     }
