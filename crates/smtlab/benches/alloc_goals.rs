@@ -143,14 +143,7 @@ fn main() {
             ok
         })
         .collect();
-    let rounds: usize = match std::env::var("ALLOC_GOALS_ROUNDS") {
-        Ok(v) => v
-            .parse()
-            .ok()
-            .filter(|&r| r > 0)
-            .expect("ALLOC_GOALS_ROUNDS: expected a positive integer"),
-        Err(_) => DEFAULT_ROUNDS,
-    };
+    let rounds = common::count_from_env("ALLOC_GOALS_ROUNDS", DEFAULT_ROUNDS);
     let machine = common::machine();
     println!("machine: {machine}");
     let dir = tempfile::tempdir().unwrap();

@@ -74,14 +74,7 @@ fn main() {
         .collect();
     let machine = common::machine();
     println!("machine: {machine}");
-    let rounds: usize = match std::env::var("PARALLEL_EFFICIENCY_ROUNDS") {
-        Ok(v) => v
-            .parse()
-            .ok()
-            .filter(|&r| r > 0)
-            .expect("PARALLEL_EFFICIENCY_ROUNDS: expected a positive integer"),
-        Err(_) => DEFAULT_ROUNDS,
-    };
+    let rounds = common::count_from_env("PARALLEL_EFFICIENCY_ROUNDS", DEFAULT_ROUNDS);
     let workloads: Vec<&str> = WORKLOADS
         .into_iter()
         .chain([CONTROL])

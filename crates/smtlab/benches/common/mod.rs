@@ -219,3 +219,19 @@ pub fn ok_samples_by_seq(store: &Store, point_id: i64) -> BTreeMap<usize, f64> {
         .filter_map(|s| Some((s.seq, s.metric?)))
         .collect()
 }
+
+/// A positive count from environment variable `name`, or `default` when it
+/// is unset. Anything else is a user's mistake: one line naming the
+/// variable and what is valid, exit code 2 (nothing has run yet).
+pub fn count_from_env(name: &str, default: usize) -> usize {
+    let Ok(v) = std::env::var(name) else {
+        return default;
+    };
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("{name}={v}: expected a positive integer (default {default})");
+            std::process::exit(2);
+        }
+    }
+}
