@@ -222,21 +222,25 @@ mod tests {
         assert_eq!(round_frames(8 << 20), 8 << 20);
     }
 
+    /// A `getenv` over `vars` for [`Options::from_env`].
+    fn env<'a>(vars: &'a [(&str, &str)]) -> impl Fn(&CStr, &mut [u8]) -> Option<usize> + 'a {
+        move |name, buf| {
+            let (_, v) = vars.iter().find(|(k, _)| k.as_bytes() == name.to_bytes())?;
+            buf[..v.len()].copy_from_slice(v.as_bytes());
+            Some(v.len())
+        }
+    }
+
     #[test]
     fn from_env() {
         let o = Options::from_env(
-            |name, buf| {
-                let v: &[u8] = match name.to_bytes() {
-                    b"SMTALLOC_STATS" => b"1",
-                    b"SMTALLOC_RESERVE_PER_CORE" => b"128MiB",
-                    b"SMTALLOC_VERBOSE" => b"2",
-                    b"SMTALLOC_THP_AFTER" => b"16M",
-                    b"SMTALLOC_LARGE_CACHE" => b"0",
-                    _ => return None,
-                };
-                buf[..v.len()].copy_from_slice(v);
-                Some(v.len())
-            },
+            env(&[
+                ("SMTALLOC_STATS", "1"),
+                ("SMTALLOC_RESERVE_PER_CORE", "128MiB"),
+                ("SMTALLOC_VERBOSE", "2"),
+                ("SMTALLOC_THP_AFTER", "16M"),
+                ("SMTALLOC_LARGE_CACHE", "0"),
+            ]),
             |name, _, _| panic!("{name:?} rejected"),
         );
         assert_eq!(
@@ -256,16 +260,11 @@ mod tests {
     fn unparsable_values_keep_their_defaults_and_are_reported() {
         let mut rejected = Vec::new();
         let o = Options::from_env(
-            |name, buf| {
-                let v: &[u8] = match name.to_bytes() {
-                    b"SMTALLOC_STATS" => b"maybe",
-                    b"SMTALLOC_LARGE_CACHE" => b"lots",
-                    b"SMTALLOC_THP_AFTER" => b"8M",
-                    _ => return None,
-                };
-                buf[..v.len()].copy_from_slice(v);
-                Some(v.len())
-            },
+            env(&[
+                ("SMTALLOC_STATS", "maybe"),
+                ("SMTALLOC_LARGE_CACHE", "lots"),
+                ("SMTALLOC_THP_AFTER", "8M"),
+            ]),
             |name, value, valid| {
                 rejected.push(format!(
                     "{}={}: {valid}",
