@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use smtlab_core::stats::percentile;
-use smtlab_core::store::Store;
+use smtlab_stats::percentile;
+use smtlab_store::Store;
 
 const BENCHMARKS: [&str; 5] = [
     "larson",
@@ -136,7 +136,7 @@ fn main() {
     let allocs: Vec<&str> = ["glibc", "mimalloc", "jemalloc", "tcmalloc", "smtalloc"]
         .into_iter()
         .filter(|a| {
-            let ok = smtlab_core::doctor::find_allocator(a).is_ok() || *a == "smtalloc";
+            let ok = smtlab_plan::allocator::find_allocator(a).is_ok() || *a == "smtalloc";
             if !ok {
                 println!("{a}: not installed, skipped");
             }

@@ -35,7 +35,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use smtlab_core::store::Store;
+use smtlab_store::Store;
 
 const WORKLOADS: [&str; 4] = ["jbb", "parfib", "sumeuler", "mandel"];
 /// Measured beside them as the host's floor: `spin` keeps everything in

@@ -6,6 +6,10 @@ mod commands;
 mod exit;
 mod output;
 
+/// The commit smtlab was built from (`-dirty` with local changes), or
+/// `unknown` outside a git checkout.
+pub const GIT_COMMIT: &str = env!("SMTLAB_GIT_COMMIT");
+
 fn main() {
     std::process::exit(exit::run(cli::parse_args()));
 }

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use smtlab_core::sample::SampleStatus;
-use smtlab_core::store::Store;
+use smtlab_store::Store;
+use smtlab_types::SampleStatus;
 
 /// The median (mean of the middle two for an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {

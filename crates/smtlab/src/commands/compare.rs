@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_core::compare::compare_runs;
-use smtlab_core::report::Table;
-use smtlab_core::store::Store;
-use smtlab_core::summary::run_data;
+use smtlab_analyse::compare::compare_runs;
+use smtlab_analyse::summary::run_data;
+use smtlab_store::Store;
+use smtlab_types::Table;
 
 use super::report::render_table;
 use super::results::fmt_value;

@@ -1,11 +1,11 @@
 //! `smtlab doctor`: what this machine can and cannot measure, and how to fix
 //! each gap — a table of checks and a summary, or one JSON object. The
-//! checks live in `smtlab_core::doctor`; this file only renders them.
+//! checks live in `smtlab_doctor`; this file only renders them.
 //! Missing capabilities are findings, not failures: the exit code is 0.
 
 use clap::Args;
 use serde::Serialize;
-use smtlab_core::doctor::{self, Report};
+use smtlab_doctor::{self as doctor, Report};
 
 use crate::output;
 

@@ -8,7 +8,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> anyhow::Result<i32> {
     let Some((program, rest)) = args.split_first() else {
         anyhow::bail!("__gate: no program to run");
     };
-    smtlab_core::sys::wait_at_gate();
+    smtlab_sys::wait_at_gate();
     let err = std::process::Command::new(program).args(rest).exec();
     eprintln!(
         "smtlab __gate: cannot run {}: {err}",

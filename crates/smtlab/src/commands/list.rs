@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use clap::Args;
-use smtlab_core::plan::Mode;
-use smtlab_core::workload::{self, TimeMetric, WorkSplit};
+use smtlab_types::Mode;
+use smtlab_workloads::{self as workload, TimeMetric, WorkSplit};
 
 use crate::output;
 

@@ -1,14 +1,16 @@
 //! `smtlab pin -c EXPR [--skip HEXMASK] [--process-only] [--report FILE] -- CMD ARGS...`:
-//! run a program with its threads pinned one by one (see `smtlab_core::pin`).
+//! run a program with its threads pinned one by one (see `smtlab_execute::pin`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use smtlab_core::pin::{self, PinError, PinMode, PinRequest};
-use smtlab_core::topology::sysfs;
-use smtlab_core::{cpu_expr, sys, CpuSet};
+use smtlab_execute::pin::{self, PinError, PinMode, PinRequest};
+use smtlab_sys as sys;
+use smtlab_topology::cpu_expr;
+use smtlab_topology::sysfs;
+use smtlab_types::CpuSet;
 
 use crate::exit::usage;
 

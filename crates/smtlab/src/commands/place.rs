@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use clap::Args;
 use serde::Serialize;
-use smtlab_core::cpu_expr::{self, AffinityDomain};
-use smtlab_core::placement::{self, Placement, Policy};
-use smtlab_core::Topology;
+use smtlab_topology::cpu_expr::{self, AffinityDomain};
+use smtlab_topology::placement::{self, Placement, Policy};
+use smtlab_topology::Topology;
 
 use super::topology_source::TopologySource;
 use crate::exit::usage;

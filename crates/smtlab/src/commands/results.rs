@@ -4,12 +4,12 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use smtlab_core::plan::{Point, Program};
-use smtlab_core::sample::{CounterScope, CounterStatus};
-use smtlab_core::store::RunStatus;
-use smtlab_core::summary::{CounterSummary, PointReport};
+use smtlab_analyse::summary::{CounterSummary, PointReport};
+use smtlab_types::RunStatus;
+use smtlab_types::{CounterScope, CounterStatus};
+use smtlab_types::{Point, Program};
 
-pub use smtlab_core::units::format_value as fmt_value;
+pub use smtlab_analyse::units::format_value as fmt_value;
 
 fn cpus_text(p: &Point) -> String {
     match &p.cpus {
@@ -345,7 +345,7 @@ struct PointJson<'a> {
     outliers: &'a [usize],
     failures: &'a [String],
     counters: &'a [CounterSummary],
-    derived: &'a smtlab_core::measure::perf_counters::Derived,
+    derived: &'a smtlab_analyse::derived::Derived,
     user_s: Option<f64>,
     sys_s: Option<f64>,
     voluntary_cs: Option<f64>,
@@ -418,9 +418,9 @@ pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serd
 #[cfg(test)]
 mod tests {
     use super::{fmt_value, render_table};
-    use smtlab_core::plan::{Metric, Mode, Model, Point, Program, Spawn};
-    use smtlab_core::store::RunStatus;
-    use smtlab_core::summary;
+    use smtlab_analyse::summary;
+    use smtlab_types::RunStatus;
+    use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
 
     fn point(index: usize, workload: &str, alloc: &str) -> Point {
         Point {

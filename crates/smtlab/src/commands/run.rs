@@ -9,16 +9,17 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use smtlab_core::cpuset::{CpuSet, CpuSetError, MAX_CPU};
-use smtlab_core::doctor::find_allocator;
-use smtlab_core::engine::{self, Event, EventSink, RunEnd};
-use smtlab_core::execute::SampleContext;
-use smtlab_core::placement::Policy;
-use smtlab_core::plan::{self, MetricSpec, Mode, Model, Point, Program, RunSpec, Spawn};
-use smtlab_core::sample::SampleStatus;
-use smtlab_core::store::{collect_host_facts, NewRun, RunStatus, Store};
-use smtlab_core::summary::point_reports;
-use smtlab_core::workload;
+use smtlab_analyse::summary::point_reports;
+use smtlab_execute::SampleContext;
+use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
+use smtlab_plan as plan;
+use smtlab_plan::allocator::find_allocator;
+use smtlab_store::{collect_host_facts, NewRun, RunStatus, Store};
+use smtlab_topology::placement::Policy;
+use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
+use smtlab_types::SampleStatus;
+use smtlab_types::{MetricSpec, Mode, Model, Point, Program, RunSpec, Spawn};
+use smtlab_workloads as workload;
 
 use super::program_args::ProgramArgs;
 use super::results;
@@ -423,7 +424,7 @@ pub type NewlyStored = (Store, i64, Vec<(i64, Point)>);
 pub fn create_run(
     db: &std::path::Path,
     spec: &RunSpec,
-    topo: &smtlab_core::Topology,
+    topo: &smtlab_topology::Topology,
     points: &[Point],
 ) -> anyhow::Result<NewlyStored> {
     let store = Store::open(db).map_err(usage)?;
@@ -431,7 +432,7 @@ pub fn create_run(
     let new = NewRun {
         command_line: std::env::args().collect(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: Some(smtlab_core::GIT_COMMIT.to_string()),
+        git_commit: Some(crate::GIT_COMMIT.to_string()),
         seed: spec.seed,
         config_json: serde_json::to_value(spec)?,
         host: collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone()),
@@ -454,9 +455,9 @@ pub fn measure(
     db: &std::path::Path,
     quiet: bool,
 ) -> anyhow::Result<RunStatus> {
-    let stop = smtlab_core::sys::interrupt_flag().context("installing the Ctrl-C handler")?;
+    let stop = smtlab_sys::interrupt_flag().context("installing the Ctrl-C handler")?;
     // Counters take about 20 descriptors per worker thread.
-    let _ = smtlab_core::measure::perf_counters::raise_fd_limit();
+    let _ = smtlab_counters::perf_counters::raise_fd_limit();
     if !quiet {
         eprintln!(
             "smtlab: run {run_id}: {} points, seed {}, store {}",
@@ -489,7 +490,8 @@ pub fn measure(
         stop,
         metric_regex,
     };
-    let end = engine::execute(store, points, spec, &ctx, &mut sink)?;
+    let mut ctx = ctx;
+    let end = engine::measure(store, points, spec, &mut ctx, &mut sink)?;
     sink.finish();
     let status = match end {
         RunEnd::Complete => RunStatus::Complete,

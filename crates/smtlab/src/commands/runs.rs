@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_core::store::Store;
+use smtlab_store::Store;
 
 use crate::exit::usage;
 use crate::output;

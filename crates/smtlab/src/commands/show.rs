@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_core::store::Store;
-use smtlab_core::summary::point_reports;
+use smtlab_analyse::summary::point_reports;
+use smtlab_store::Store;
 
 use super::results;
 use super::runs::utc;

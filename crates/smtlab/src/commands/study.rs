@@ -5,9 +5,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_core::plan::{Model, Point};
-use smtlab_core::store::RunStatus;
-use smtlab_core::study::{self, Overrides, StudyKind};
+use smtlab_study::{self as study, Overrides, StudyKind};
+use smtlab_types::RunStatus;
+use smtlab_types::{Model, Point};
 
 use super::program_args::ProgramArgs;
 use super::report::{self, Built};
@@ -211,7 +211,7 @@ fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &Built) -> String 
 
 fn print_plan(
     kind: StudyKind,
-    spec: &smtlab_core::plan::RunSpec,
+    spec: &smtlab_types::RunSpec,
     points: &[Point],
     json: bool,
 ) -> anyhow::Result<i32> {

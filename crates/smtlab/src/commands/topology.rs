@@ -2,8 +2,8 @@
 
 use clap::Args;
 use serde::Serialize;
-use smtlab_core::topology::{render_tree, summary_line};
-use smtlab_core::Topology;
+use smtlab_topology::Topology;
+use smtlab_topology::{render_tree, summary_line};
 
 use super::topology_source::TopologySource;
 use crate::output;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_core::topology::{synthetic, sysfs};
-use smtlab_core::Topology;
+use smtlab_topology::Topology;
+use smtlab_topology::{synthetic, sysfs};
 
 use crate::exit::usage;
 

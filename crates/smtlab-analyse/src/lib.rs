@@ -1,0 +1,15 @@
+//! Analysis of measured runs: what the samples of each point say
+//! ([`summary`]: median, 95% CI, counters and their [`derived`] ratios), and
+//! what the points say together ([`analysis`]: scaling, SMT yield, USL
+//! fits, verdicts with confidence intervals, recommendations; [`compare`]:
+//! two runs side by side). [`units`] writes the numbers for people.
+//!
+//! Pure functions over stored results, loaded from the store (the stage
+//! below); the report writers and the studies above consume the types
+//! defined here.
+
+pub mod analysis;
+pub mod compare;
+pub mod derived;
+pub mod summary;
+pub mod units;

@@ -1,0 +1,363 @@
+//! Per-point results of a stored run: statistics of the primary metric over
+//! the successful measured samples (warm-ups excluded), failures with their
+//! reasons, and the median of every counter. Read from the store, so `run`,
+//! `show` and `--resume` all report the same numbers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::derived::{derived, Derived};
+use smtlab_stats::{self as stats, Summary};
+use smtlab_store::{Store, StoreError};
+use smtlab_types::Point;
+use smtlab_types::{CounterScope, CounterStatus, CounterValue, Sample, SampleStatus};
+
+/// A counter over a point's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterSummary {
+    pub name: String,
+    pub scope: CounterScope,
+    pub status: CounterStatus,
+    /// Median over samples of the per-sample total (summed over threads).
+    pub median: Option<f64>,
+    /// Lowest fraction of time a counter was actually counting
+    /// (multiplexing); 1.0 when never multiplexed.
+    pub min_fraction_running: Option<f64>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    pub point_id: i64,
+    pub point: Point,
+    /// Successful measured samples: the statistics' `n`.
+    pub samples: usize,
+    pub warmups: usize,
+    pub failed: usize,
+    pub summary: Option<Summary>,
+    /// Seqs flagged as outliers.
+    pub outliers: Vec<usize>,
+    /// Distinct reasons of failed samples.
+    pub failures: Vec<String>,
+    pub counters: Vec<CounterSummary>,
+    /// CPI, IPC and misses per 1000 instructions, from the counters' medians.
+    pub derived: Derived,
+    /// Medians of the resource usage over successful measured samples.
+    pub user_s: Option<f64>,
+    pub sys_s: Option<f64>,
+    pub voluntary_cs: Option<f64>,
+    pub involuntary_cs: Option<f64>,
+    pub minor_faults: Option<f64>,
+    pub migrations: Option<f64>,
+    pub peak_rss_kb: Option<f64>,
+    pub pss_kb: Option<f64>,
+    /// Transparent huge pages in use (AnonHugePages), median.
+    pub anon_huge_kb: Option<f64>,
+    /// Per-worker operations (median over samples), for fairness.
+    pub worker_ops: Vec<f64>,
+    /// The workload's extra observations: for each name, the median over
+    /// the successful measured samples that have it. Derived ratios are
+    /// added where their parts exist: `foreign_share` is the median over
+    /// samples of `foreign_objects / live_objects` (a median of ratios, not
+    /// a ratio of medians, so it is the share a typical sample saw).
+    pub extras: BTreeMap<String, f64>,
+}
+
+/// Medians of the samples' extras, plus the derived ratios.
+fn extras_of(ok: &[&Sample]) -> BTreeMap<String, f64> {
+    let names: BTreeSet<&String> = ok.iter().flat_map(|s| s.extras.keys()).collect();
+    let mut out: BTreeMap<String, f64> = names
+        .into_iter()
+        .filter_map(|k| {
+            Some((
+                k.clone(),
+                median_of(ok.iter().map(|s| s.extras.get(k).copied()))?,
+            ))
+        })
+        .collect();
+    let share = median_of(ok.iter().map(|s| {
+        match (
+            s.extras.get("foreign_objects"),
+            s.extras.get("live_objects"),
+        ) {
+            (Some(&f), Some(&l)) if l > 0.0 => Some(f / l),
+            _ => None,
+        }
+    }));
+    if let Some(share) = share {
+        out.insert("foreign_share".to_string(), share);
+    }
+    out
+}
+
+fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| stats::median(&v))
+}
+
+/// Summaries of every point of `run_id`, in plan order.
+pub fn point_reports(
+    store: &Store,
+    run_id: i64,
+    seed: u64,
+) -> Result<Vec<PointReport>, StoreError> {
+    let mut out = Vec::new();
+    for (point_id, point) in store.points(run_id)? {
+        let samples = store.samples(point_id)?;
+        out.push(report(point_id, point, &samples, seed));
+    }
+    Ok(out)
+}
+
+/// Every point of a run with its raw values and stored samples: what the
+/// analysis and the report read.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub points: Vec<crate::analysis::PointData>,
+    /// Every stored sample of every point (warm-ups and failures too).
+    pub samples: Vec<(Point, Vec<Sample>)>,
+}
+
+/// Load a run for analysis, in plan order.
+pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreError> {
+    let mut data = RunData {
+        points: Vec::new(),
+        samples: Vec::new(),
+    };
+    for (point_id, point) in store.points(run_id)? {
+        let samples = store.samples(point_id)?;
+        let values = samples
+            .iter()
+            .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+            .filter_map(|s| s.metric)
+            .collect();
+        data.points.push(crate::analysis::PointData {
+            report: report(point_id, point.clone(), &samples, seed),
+            values,
+        });
+        data.samples.push((point, samples));
+    }
+    Ok(data)
+}
+
+/// The summary of one point from its samples.
+pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> PointReport {
+    let measured: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();
+    let ok: Vec<&Sample> = measured
+        .iter()
+        .copied()
+        .filter(|s| s.status == SampleStatus::Ok && s.metric.is_some())
+        .collect();
+    let values: Vec<f64> = ok.iter().filter_map(|s| s.metric).collect();
+    let summary = (!values.is_empty()).then(|| stats::summarize(&values, seed));
+    let outliers = summary
+        .as_ref()
+        .map(|s| s.outliers.iter().map(|&i| ok[i].seq).collect())
+        .unwrap_or_default();
+    let mut failures: Vec<String> = Vec::new();
+    for s in samples.iter().filter(|s| s.status != SampleStatus::Ok) {
+        let r = format!(
+            "{}: {}",
+            s.status.as_str(),
+            s.reason.as_deref().unwrap_or("no reason given")
+        );
+        if !failures.contains(&r) {
+            failures.push(r);
+        }
+    }
+    let mut counters = Vec::new();
+    if let Some(first) = ok.first() {
+        for c in &first.counters {
+            let mine: Vec<_> = ok
+                .iter()
+                .filter_map(|s| {
+                    s.counters
+                        .iter()
+                        .find(|x| x.name == c.name && x.scope == c.scope)
+                })
+                .collect();
+            let all_ok = mine.iter().all(|x| x.status == CounterStatus::Ok);
+            counters.push(CounterSummary {
+                name: c.name.clone(),
+                scope: c.scope,
+                status: mine
+                    .iter()
+                    .map(|x| x.status)
+                    .find(|s| *s != CounterStatus::Ok)
+                    .unwrap_or(CounterStatus::Ok),
+                median: if all_ok {
+                    median_of(mine.iter().map(|x| x.value))
+                } else {
+                    None
+                },
+                min_fraction_running: mine
+                    .iter()
+                    .filter_map(|x| x.fraction_running)
+                    .reduce(f64::min),
+                reason: mine.iter().find_map(|x| x.reason.clone()),
+            });
+        }
+    }
+    let workers = point.workers;
+    let worker_ops = (0..workers)
+        .map(|w| {
+            median_of(ok.iter().map(|s| {
+                s.workers
+                    .iter()
+                    .find(|x| x.worker == w)
+                    .map(|x| x.ops as f64)
+            }))
+            .unwrap_or(0.0)
+        })
+        .collect();
+    let medians: Vec<CounterValue> = counters
+        .iter()
+        .map(|c| CounterValue {
+            name: c.name.clone(),
+            scope: c.scope,
+            status: c.status,
+            raw: None,
+            value: c.median,
+            fraction_running: c.min_fraction_running,
+            reason: c.reason.clone(),
+        })
+        .collect();
+    PointReport {
+        point_id,
+        derived: derived(&medians),
+        samples: ok.len(),
+        warmups: samples.iter().filter(|s| s.warmup).count(),
+        failed: samples
+            .iter()
+            .filter(|s| s.status != SampleStatus::Ok)
+            .count(),
+        summary,
+        outliers,
+        failures,
+        counters,
+        user_s: median_of(ok.iter().map(|s| s.usage.user_s)),
+        sys_s: median_of(ok.iter().map(|s| s.usage.sys_s)),
+        voluntary_cs: median_of(ok.iter().map(|s| s.usage.voluntary_cs.map(|v| v as f64))),
+        involuntary_cs: median_of(ok.iter().map(|s| s.usage.involuntary_cs.map(|v| v as f64))),
+        minor_faults: median_of(ok.iter().map(|s| s.usage.minor_faults.map(|v| v as f64))),
+        migrations: median_of(ok.iter().map(|s| s.usage.migrations.map(|v| v as f64))),
+        peak_rss_kb: median_of(ok.iter().map(|s| s.usage.peak_rss_kb.map(|v| v as f64))),
+        pss_kb: median_of(ok.iter().map(|s| s.usage.pss_kb.map(|v| v as f64))),
+        anon_huge_kb: median_of(ok.iter().map(|s| s.usage.anon_huge_kb.map(|v| v as f64))),
+        worker_ops,
+        extras: extras_of(&ok),
+        point,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_types::ResourceUsage;
+    use smtlab_types::{Metric, Mode, Model, Program, Spawn};
+
+    fn point() -> Point {
+        Point {
+            index: 0,
+            program: Program::Builtin {
+                workload: "allocprobe".into(),
+                params: BTreeMap::new(),
+            },
+            model: Model::Thread,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 2,
+            cpus: None,
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "throughput".into(),
+                unit: "allocs/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    fn sample(seq: usize, status: SampleStatus, extras: &[(&str, f64)]) -> Sample {
+        Sample {
+            seq,
+            warmup: seq == 0,
+            status,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 1.0,
+            ops: Some(10),
+            metric: (status == SampleStatus::Ok).then_some(10.0),
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: extras.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+
+    /// Medians over successful measured samples only; the foreign share is
+    /// the median of per-sample ratios; a name some samples lack is the
+    /// median of those that have it.
+    #[test]
+    fn extras_are_medians_with_a_derived_foreign_share() {
+        let samples = [
+            // Warm-up and failure: ignored.
+            sample(
+                0,
+                SampleStatus::Ok,
+                &[("live_objects", 1.0), ("foreign_objects", 1.0)],
+            ),
+            sample(1, SampleStatus::WrongResult, &[("live_objects", 9e9)]),
+            sample(
+                2,
+                SampleStatus::Ok,
+                &[("live_objects", 100.0), ("foreign_objects", 10.0)],
+            ),
+            sample(
+                3,
+                SampleStatus::Ok,
+                &[("live_objects", 200.0), ("foreign_objects", 60.0)],
+            ),
+            sample(
+                4,
+                SampleStatus::Ok,
+                &[
+                    ("live_objects", 400.0),
+                    ("foreign_objects", 80.0),
+                    ("frames", 7.0),
+                ],
+            ),
+        ];
+        let p = point();
+        let r = report(1, p.clone(), &samples, 1);
+        let want: BTreeMap<String, f64> = [
+            ("live_objects", 200.0),
+            ("foreign_objects", 60.0),
+            ("frames", 7.0),
+            // Ratios 0.1, 0.3, 0.2: median 0.2 (the ratio of medians would
+            // be 0.3).
+            ("foreign_share", 0.2),
+        ]
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(r.extras.len(), want.len());
+        for (k, v) in &want {
+            assert!((r.extras[k] - v).abs() < 1e-12, "{k}: {}", r.extras[k]);
+        }
+
+        // No extras (most workloads), or no live objects: no share.
+        let plain = [sample(1, SampleStatus::Ok, &[])];
+        assert!(report(1, p.clone(), &plain, 1).extras.is_empty());
+        let empty = [sample(
+            1,
+            SampleStatus::Ok,
+            &[("live_objects", 0.0), ("foreign_objects", 0.0)],
+        )];
+        let r = report(1, p, &empty, 1);
+        assert!(!r.extras.contains_key("foreign_share"));
+        assert_eq!(r.extras["live_objects"], 0.0);
+    }
+}

@@ -1,0 +1,454 @@
+//! smtlab's side of one sample of a built-in workload: start the worker
+//! processes (exec of `smtlab __worker`, or fork), wait until every one is
+//! set up, say `go` to all at once, collect their reports, and turn them
+//! into a [`Sample`]. A worker that crashes, errs, returns a wrong result or
+//! passes the timeout fails the sample with the reason; every worker is
+//! reaped before this returns, whatever happened.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use super::protocol::{WorkerMsg, WorkerReport, WorkerSpec};
+use super::{assemble_sample, Outcome, SampleContext};
+use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_types::SampleStatus;
+use smtlab_types::{Point, Program, Spawn};
+
+/// Set-up may take long (building tables), but not forever.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
+/// How often a wait checks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(50);
+
+enum Event {
+    Msg(usize, WorkerMsg),
+    Garbage(usize, String),
+    Eof(usize),
+}
+
+struct Worker {
+    pid: i32,
+    stdin: Option<Box<dyn Write + Send>>,
+    stderr_tail: mpsc::Receiver<String>,
+}
+
+/// A started worker whose output is not read yet.
+struct Spawned {
+    pid: i32,
+    stdin: Box<dyn Write + Send>,
+    stdout: Box<dyn Read + Send>,
+    stderr: Box<dyn Read + Send>,
+}
+
+/// Run one sample of a built-in workload.
+pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    let Program::Builtin { workload, params } = &point.program else {
+        unreachable!("builtin::run is only called for built-in workloads");
+    };
+    let (procs, threads) = point.model.shape(point.workers);
+    let started_at = unix_now();
+    let (tx, rx) = mpsc::channel::<Event>();
+    let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
+    let mut failure: Option<(SampleStatus, String)> = None;
+
+    let queue = match QueueFile::create() {
+        Ok(q) => q,
+        Err(e) => {
+            return Outcome::Measured(Box::new(assemble_sample(
+                point,
+                seq,
+                warmup,
+                started_at,
+                Some((
+                    SampleStatus::Failed,
+                    format!("creating the task queue: {e}"),
+                )),
+                &[],
+            )))
+        }
+    };
+    for rank in 0..procs {
+        let spec = WorkerSpec {
+            processes: procs,
+            queue: Some(queue.path.clone()),
+            workload: workload.clone(),
+            params: params.clone(),
+            rank,
+            threads,
+            workers: point.workers,
+            cpus: point
+                .cpus
+                .as_ref()
+                .map(|c| c[rank * threads..(rank + 1) * threads].to_vec()),
+            mode: point.mode,
+            counters: ctx.counters,
+        };
+        match spawn(point.spawn, &ctx.exe, ctx.preload_for(point), &spec) {
+            Ok(w) => spawned.push(w),
+            Err(e) => {
+                failure = Some((
+                    SampleStatus::Failed,
+                    format!("starting worker {rank}: {e:#}"),
+                ));
+                break;
+            }
+        }
+    }
+    // Readers start only now: forking while reader threads run could fork
+    // with a lock held (see `sys::fork_child`).
+    let mut workers: Vec<Worker> = spawned
+        .into_iter()
+        .enumerate()
+        .map(|(rank, s)| Worker {
+            pid: s.pid,
+            stdin: Some(s.stdin),
+            stderr_tail: start_readers(rank, s.stdout, s.stderr, &tx),
+        })
+        .collect();
+    drop(tx);
+
+    let mut reports: Vec<Option<WorkerReport>> = vec![None; procs];
+    if failure.is_none() {
+        // Phase 1: every worker set up and ready.
+        let mut ready = 0;
+        let until = Instant::now() + ctx.timeout.map_or(SETUP_TIMEOUT, |t| t.max(SETUP_TIMEOUT));
+        while ready < workers.len() && failure.is_none() {
+            match wait_event(&rx, until, ctx) {
+                Waited::Event(Event::Msg(_, WorkerMsg::Ready { .. })) => ready += 1,
+                Waited::Event(e) => failure = Some(event_failure(e, &workers)),
+                Waited::Timeout => {
+                    failure = Some((
+                        SampleStatus::Timeout,
+                        "workers did not finish setting up within 300 s".to_string(),
+                    ))
+                }
+                Waited::Interrupted => {
+                    kill_all(&workers);
+                    reap_all(&workers);
+                    return Outcome::Interrupted;
+                }
+            }
+        }
+    }
+    // Every worker has mapped the queue by now: its name can go, so even a
+    // kill -9 of smtlab from here on leaves nothing in /dev/shm.
+    queue.unlink();
+    if failure.is_none() {
+        // Phase 2: go, all at once.
+        for w in &mut workers {
+            if let Some(stdin) = w.stdin.as_mut() {
+                let _ = stdin.write_all(b"go\n").and_then(|_| stdin.flush());
+            }
+        }
+        let until = ctx
+            .timeout
+            .map_or(Instant::now() + Duration::from_secs(365 * 86400), |t| {
+                Instant::now() + t
+            });
+        let mut done = 0;
+        while done < workers.len() && failure.is_none() {
+            match wait_event(&rx, until, ctx) {
+                Waited::Event(Event::Msg(rank, WorkerMsg::Done(r))) => {
+                    reports[rank] = Some(*r);
+                    done += 1;
+                }
+                // A worker that reported closes its pipe as it exits.
+                Waited::Event(Event::Eof(rank)) if reports[rank].is_some() => {}
+                Waited::Event(e) => failure = Some(event_failure(e, &workers)),
+                Waited::Timeout => {
+                    let t = ctx
+                        .timeout
+                        .expect("a deadline means a timeout")
+                        .as_secs_f64();
+                    failure = Some((
+                        SampleStatus::Timeout,
+                        format!("workers did not finish within --timeout {t} s; killed"),
+                    ))
+                }
+                Waited::Interrupted => {
+                    kill_all(&workers);
+                    reap_all(&workers);
+                    return Outcome::Interrupted;
+                }
+            }
+        }
+    }
+    if failure.is_some() {
+        kill_all(&workers);
+    }
+    let ends = reap_all(&workers);
+    if let Some((status, reason)) = &mut failure {
+        // A crash is reported by the pipe closing; the wait status says how.
+        if *status == SampleStatus::Failed {
+            for (w, end) in workers.iter().zip(&ends) {
+                if let Some(ChildEnd::Signaled(sig)) = end {
+                    if *sig != Signal::SIGKILL as i32 {
+                        *status = SampleStatus::Crashed;
+                        *reason = format!(
+                            "worker pid {} killed by signal {}{}",
+                            w.pid,
+                            signal_name(*sig),
+                            stderr_of(w)
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let reports: Vec<WorkerReport> = reports.into_iter().flatten().collect();
+    Outcome::Measured(Box::new(assemble_sample(
+        point, seq, warmup, started_at, failure, &reports,
+    )))
+}
+
+enum Waited {
+    Event(Event),
+    Timeout,
+    Interrupted,
+}
+
+fn wait_event(rx: &mpsc::Receiver<Event>, until: Instant, ctx: &SampleContext) -> Waited {
+    loop {
+        if ctx.stop.load(Ordering::SeqCst) {
+            return Waited::Interrupted;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Waited::Timeout;
+        }
+        match rx.recv_timeout(POLL.min(until - now)) {
+            Ok(e) => return Waited::Event(e),
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            // Every reader thread ended without a message we were waiting
+            // for: treat as the end of the first worker.
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Waited::Event(Event::Eof(0)),
+        }
+    }
+}
+
+fn event_failure(e: Event, workers: &[Worker]) -> (SampleStatus, String) {
+    match e {
+        Event::Msg(rank, WorkerMsg::Error { reason }) => {
+            (SampleStatus::Failed, format!("worker {rank}: {reason}"))
+        }
+        Event::Msg(rank, other) => (
+            SampleStatus::Failed,
+            format!("worker {rank}: unexpected message {other:?}"),
+        ),
+        Event::Garbage(rank, line) => (
+            SampleStatus::Failed,
+            format!("worker {rank}: unreadable message `{line}`"),
+        ),
+        Event::Eof(rank) => (
+            SampleStatus::Failed,
+            format!(
+                "worker {rank} (pid {}) ended without reporting{}",
+                workers.get(rank).map_or(0, |w| w.pid),
+                workers.get(rank).map(stderr_of).unwrap_or_default()
+            ),
+        ),
+    }
+}
+
+fn stderr_of(w: &Worker) -> String {
+    let text: String = w.stderr_tail.try_iter().collect();
+    let text = text.trim();
+    if text.is_empty() {
+        String::new()
+    } else {
+        let tail: String = text
+            .chars()
+            .rev()
+            .take(400)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!(": {}", tail.replace('\n', " | "))
+    }
+}
+
+fn kill_all(workers: &[Worker]) {
+    for w in workers {
+        sys::kill(w.pid, Signal::SIGKILL);
+    }
+}
+
+fn reap_all(workers: &[Worker]) -> Vec<Option<ChildEnd>> {
+    workers
+        .iter()
+        .map(|w| sys::wait4(w.pid).ok().map(|(end, _)| end))
+        .collect()
+}
+
+fn signal_name(sig: i32) -> String {
+    Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| sig.to_string())
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Forward a worker's stdout messages to the channel; keep its stderr tail.
+fn start_readers(
+    rank: usize,
+    stdout: Box<dyn Read + Send>,
+    stderr: Box<dyn Read + Send>,
+    tx: &mpsc::Sender<Event>,
+) -> mpsc::Receiver<String> {
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let ev = match serde_json::from_str::<WorkerMsg>(&line) {
+                Ok(m) => Event::Msg(rank, m),
+                Err(_) => Event::Garbage(rank, line),
+            };
+            if tx.send(ev).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Event::Eof(rank));
+    });
+    let (etx, erx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stderr);
+        let mut buf = String::new();
+        while matches!(r.read_line(&mut buf), Ok(n) if n > 0) {
+            let _ = etx.send(std::mem::take(&mut buf));
+        }
+    });
+    erx
+}
+
+fn spawn(
+    how: Spawn,
+    exe: &Path,
+    preload: Option<&smtlab_plan::allocator::Preload>,
+    spec: &WorkerSpec,
+) -> anyhow::Result<Spawned> {
+    let mut line = serde_json::to_string(spec)?;
+    line.push('\n');
+    match how {
+        Spawn::Exec => {
+            let mut cmd = Command::new(exe);
+            cmd.arg("__worker")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if let Some(p) = preload {
+                cmd.env("LD_PRELOAD", &p.library);
+                cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
+            }
+            sys::configure_child(&mut cmd, None)?;
+            let mut child = cmd.spawn()?;
+            let mut stdin = child.stdin.take().expect("piped");
+            stdin.write_all(line.as_bytes())?;
+            let stdout = child.stdout.take().expect("piped");
+            let stderr = child.stderr.take().expect("piped");
+            let pid = child.id() as i32;
+            // The child is reaped with wait4 by pid; dropping the handle
+            // neither waits nor kills.
+            drop(child);
+            Ok(Spawned {
+                pid,
+                stdin: Box::new(stdin),
+                stdout: Box::new(stdout),
+                stderr: Box::new(stderr),
+            })
+        }
+        Spawn::Fork => {
+            let (in_r, in_w) = nix::unistd::pipe()?;
+            let (out_r, out_w) = nix::unistd::pipe()?;
+            let (err_r, err_w) = nix::unistd::pipe()?;
+            // The closure owns the child's pipe ends; in the parent it is
+            // dropped unused when fork_child returns, closing them there,
+            // so the parent sees EOF when the child exits.
+            let pid = sys::fork_child(move || {
+                let mut input = BufReader::new(std::fs::File::from(in_r));
+                let mut output = std::fs::File::from(out_w);
+                let _ =
+                    nix::unistd::dup2(std::os::fd::AsRawFd::as_raw_fd(&err_w), libc::STDERR_FILENO);
+                super::worker::worker_main(&mut input, &mut output)
+            })?;
+            let mut stdin = std::fs::File::from(in_w);
+            stdin.write_all(line.as_bytes())?;
+            Ok(Spawned {
+                pid,
+                stdin: Box::new(stdin),
+                stdout: Box::new(std::fs::File::from(out_r)),
+                stderr: Box::new(std::fs::File::from(err_r)),
+            })
+        }
+    }
+}
+
+/// The file behind a sample's shared task queue: in `/dev/shm` (memory)
+/// when it exists, removed when the sample ends.
+struct QueueFile {
+    path: std::path::PathBuf,
+}
+
+impl QueueFile {
+    fn unlink(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// Remove queue files left by smtlab processes that no longer exist
+    /// (killed during a sample's set-up).
+    fn remove_stale(dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("smtlab-queue-")) else {
+                continue;
+            };
+            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    fn create() -> std::io::Result<QueueFile> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        if n == 0 {
+            QueueFile::remove_stale(&dir);
+        }
+        let path = dir.join(format!("smtlab-queue-{}-{n}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        f.set_len((smtlab_workloads::QUEUE_WORDS * 8) as u64)?;
+        Ok(QueueFile { path })
+    }
+}
+
+impl Drop for QueueFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

@@ -1,0 +1,451 @@
+//! smtlab's side of one sample of a user command (`--cmd TEMPLATE`).
+//!
+//! One process per rank runs `sh -c` with the template's placeholders
+//! filled in: `{threads}` or its short form `{n}` (threads for this
+//! process), `{rank}`, `{cpus}` (its CPU list, comma-separated; empty when
+//! not pinned). `{threads}` exists because clap's help renderer turns a
+//! literal `{n}` into a line break, so `--help` texts cannot show `{n}`. In the thread and hybrid
+//! models the process's threads are pinned one by one with `smtlab pin`'s
+//! preload library; in the process model each process is confined to its
+//! CPU. All processes are created blocked before `exec` (so counters can be
+//! attached with `enable_on_exec`), then released together: the wall time
+//! runs from that release to the last exit (so it includes the `exec` of
+//! the shell, as hyperfine's includes its fork and exec). Each process leads its own
+//! process group, so a timeout or Ctrl-C kills everything it started.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use super::{Outcome, SampleContext};
+use smtlab_counters::memory::PeakSampler;
+use smtlab_counters::perf_counters::{sum_counters, CounterPlan, ThreadCounters};
+use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
+use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_types::cpuset::CpuSet;
+use smtlab_types::{Point, Program};
+use smtlab_types::{ResourceUsage, Sample, SampleStatus, WorkerSample};
+
+const POLL: Duration = Duration::from_millis(50);
+/// Output kept per process for `--metric` (the end of it).
+const KEEP_OUTPUT: usize = 1 << 20;
+
+/// Fill in a template's placeholders.
+pub fn expand(template: &str, n: usize, rank: usize, cpus: &[u32]) -> String {
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    template
+        .replace("{threads}", &n.to_string())
+        .replace("{n}", &n.to_string())
+        .replace("{rank}", &rank.to_string())
+        .replace("{cpus}", &list.join(","))
+}
+
+struct Child {
+    pid: i32,
+    gate: Option<sys::Gate>,
+}
+
+struct Ended {
+    rank: usize,
+    end: Option<ChildEnd>,
+    usage: ResourceUsage,
+    at: f64,
+}
+
+pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    let Program::Command { template } = &point.program else {
+        unreachable!("command::run is only called for user commands");
+    };
+    match run_inner(point, template, ctx, seq, warmup) {
+        Ok(o) => o,
+        Err(e) => Outcome::Measured(Box::new(failed(point, seq, warmup, format!("{e:#}")))),
+    }
+}
+
+fn failed(point: &Point, seq: usize, warmup: bool, reason: String) -> Sample {
+    let _ = point;
+    Sample {
+        seq,
+        warmup,
+        status: SampleStatus::Failed,
+        reason: Some(reason),
+        started_at: unix_now(),
+        wall_s: 0.0,
+        ops: None,
+        metric: None,
+        usage: ResourceUsage::default(),
+        counters: Vec::new(),
+        workers: Vec::new(),
+        extras: Default::default(),
+    }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn run_inner(
+    point: &Point,
+    template: &str,
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+) -> anyhow::Result<Outcome> {
+    let (procs, threads) = point.model.shape(point.workers);
+    let pin_lib = match (&point.cpus, threads > 1) {
+        (Some(_), true) => Some(crate::pin::preload_library()?),
+        _ => None,
+    };
+    let plan = ctx.counters.then(CounterPlan::probe);
+    let mut children: Vec<Child> = Vec::with_capacity(procs);
+    let mut outputs = Vec::with_capacity(procs);
+    let mut errors = Vec::with_capacity(procs);
+    let spawned = (|| -> anyhow::Result<()> {
+        for rank in 0..procs {
+            let cpus: Vec<u32> = point
+                .cpus
+                .as_ref()
+                .map(|c| c[rank * threads..(rank + 1) * threads].to_vec())
+                .unwrap_or_default();
+            // `smtlab __gate` holds the process until every rank is created
+            // and its counters are attached, then execs the shell.
+            let mut cmd = Command::new(&ctx.exe);
+            cmd.args(["__gate", "/bin/sh", "-c"])
+                .arg(expand(template, threads, rank, &cpus))
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .env("SMTLAB_RANK", rank.to_string())
+                .env("SMTLAB_THREADS", threads.to_string())
+                .process_group(0);
+            let mut preload: Vec<String> = Vec::new();
+            if let Some(lib) = &pin_lib {
+                preload.push(lib.display().to_string());
+                cmd.env(crate::pin::ENV_CPUS, cpus_list(&cpus));
+            }
+            if let Some(p) = ctx.preload_for(point) {
+                preload.push(p.library.display().to_string());
+                cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
+            }
+            if !preload.is_empty() {
+                cmd.env("LD_PRELOAD", preload.join(":"));
+            }
+            let set: Option<CpuSet> = point.cpus.as_ref().map(|_| cpus.iter().copied().collect());
+            // Close-on-exec: only the copy of the read end made at GATE_FD
+            // reaches `__gate`, and nothing leaks into the user's program.
+            let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
+            sys::configure_gated_child(
+                &mut cmd,
+                set.as_ref(),
+                Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
+            )?;
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| anyhow::anyhow!("--cmd: cannot start the command: {e}"))?;
+            drop((gate_r, ready_w));
+            outputs.push(child.stdout.take().expect("piped"));
+            errors.push(child.stderr.take().expect("piped"));
+            children.push(Child {
+                pid: child.id() as i32,
+                gate: Some(gate),
+            });
+        }
+        Ok(())
+    })();
+    if let Err(e) = spawned {
+        kill_groups(&children);
+        for c in &children {
+            let _ = sys::wait4(c.pid);
+        }
+        return Err(e);
+    }
+
+    let mut counters: Vec<ThreadCounters> = match &plan {
+        Some(p) => children
+            .iter()
+            .map(|c| ThreadCounters::open_for_process(c.pid, p))
+            .collect(),
+        None => Vec::new(),
+    };
+    let pids: Vec<i32> = children.iter().map(|c| c.pid).collect();
+    // Descendants too: `sh -c` may fork the real program.
+    let sampler = PeakSampler::start(&pids, Duration::from_millis(50), true);
+
+    // Readers and waiters before the release, so nothing is missed.
+    let (otx, orx) = mpsc::channel::<(usize, String, String)>();
+    for (rank, (out, err)) in outputs.into_iter().zip(errors).enumerate() {
+        let otx = otx.clone();
+        std::thread::spawn(move || {
+            let (o, e) = std::thread::scope(|s| {
+                let o = s.spawn(|| tail(out, KEEP_OUTPUT));
+                let e = tail(err, 4096);
+                (o.join().unwrap_or_default(), e)
+            });
+            let _ = otx.send((rank, o, e));
+        });
+    }
+    drop(otx);
+    let (wtx, wrx) = mpsc::channel::<Ended>();
+    // Every rank at its gate (its own start-up done), then the clock starts
+    // and all go at once.
+    for c in &children {
+        if let Some(g) = &c.gate {
+            g.wait_ready();
+        }
+    }
+    let started_at = unix_now();
+    let start = sys::monotonic_s();
+    for c in &mut children {
+        if let Some(g) = c.gate.take() {
+            g.open();
+        }
+    }
+    for (rank, c) in children.iter().enumerate() {
+        let (wtx, pid) = (wtx.clone(), c.pid);
+        std::thread::spawn(move || {
+            let (end, usage) = match sys::wait4(pid) {
+                Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
+                Err(_) => (None, ResourceUsage::default()),
+            };
+            let _ = wtx.send(Ended {
+                rank,
+                end,
+                usage,
+                at: sys::monotonic_s(),
+            });
+        });
+    }
+    drop(wtx);
+
+    let deadline = ctx.timeout.map(|t| Instant::now() + t);
+    let mut ended: Vec<Option<Ended>> = (0..procs).map(|_| None).collect();
+    let mut timed_out = false;
+    let mut interrupted = false;
+    let mut left = procs;
+    while left > 0 {
+        if ctx.stop.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            kill_groups(&children);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out && !interrupted {
+            timed_out = true;
+            kill_groups(&children);
+        }
+        match wrx.recv_timeout(POLL) {
+            Ok(e) => {
+                let r = e.rank;
+                ended[r] = Some(e);
+                left -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // Whatever the ranks started in the background dies with them.
+    kill_groups(&children);
+    let memory = sampler.stop();
+    if interrupted {
+        return Ok(Outcome::Interrupted);
+    }
+    let mut texts: Vec<(String, String)> = vec![(String::new(), String::new()); procs];
+    for (rank, o, e) in orx.iter() {
+        texts[rank] = (o, e);
+    }
+    let end = ended.iter().flatten().map(|e| e.at).fold(start, f64::max);
+    let wall_s = end - start;
+
+    let per_proc: Vec<Vec<_>> = counters.iter_mut().map(|c| c.read()).collect();
+    let summed = sum_counters(&per_proc);
+    let mut usage = sum_usage(
+        &ended
+            .iter()
+            .flatten()
+            .map(|e| e.usage.clone())
+            .collect::<Vec<_>>(),
+    );
+    if let Some(m) = memory.filter(|m| m.samples > 0) {
+        usage.pss_kb = Some(m.pss_kb);
+        usage.anon_huge_kb = Some(m.anon_huge_kb);
+    }
+
+    let mut status = SampleStatus::Ok;
+    let mut reason = None;
+    if timed_out {
+        status = SampleStatus::Timeout;
+        let t = ctx.timeout.map_or(0.0, |t| t.as_secs_f64());
+        reason = Some(format!(
+            "--cmd did not finish within --timeout {t} s; killed"
+        ));
+    } else {
+        for e in ended.iter().flatten() {
+            let err = texts[e.rank].1.trim().replace('\n', " | ");
+            let err = if err.is_empty() {
+                String::new()
+            } else {
+                format!(": {err}")
+            };
+            match e.end {
+                Some(ChildEnd::Exited(0)) => {}
+                Some(ChildEnd::Exited(c)) => {
+                    status = SampleStatus::Failed;
+                    reason = Some(format!("rank {} exited with code {c}{err}", e.rank));
+                    break;
+                }
+                Some(ChildEnd::Signaled(s)) => {
+                    status = SampleStatus::Crashed;
+                    let name =
+                        Signal::try_from(s).map_or(s.to_string(), |s| s.as_str().to_string());
+                    reason = Some(format!("rank {} killed by {name}{err}", e.rank));
+                    break;
+                }
+                None => {
+                    status = SampleStatus::Failed;
+                    reason = Some(format!("rank {}: could not wait for it", e.rank));
+                    break;
+                }
+            }
+        }
+    }
+    let mut metric = (status == SampleStatus::Ok).then_some(wall_s);
+    if let (Some(re), SampleStatus::Ok) = (&ctx.metric_regex, status) {
+        let mut values = Vec::new();
+        for (rank, (out, _)) in texts.iter().enumerate() {
+            match last_capture(re, out) {
+                Some(v) => values.push(v),
+                None => {
+                    status = SampleStatus::Failed;
+                    reason = Some(format!(
+                        "--metric: `{}` matched no number in the output of rank {rank}",
+                        re.as_str()
+                    ));
+                    break;
+                }
+            }
+        }
+        metric = (status == SampleStatus::Ok).then(|| {
+            if point.metric.higher_is_better {
+                values.iter().sum()
+            } else {
+                values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            }
+        });
+    }
+    let workers = children
+        .iter()
+        .enumerate()
+        .map(|(rank, c)| WorkerSample {
+            worker: rank * threads,
+            rank,
+            thread: 0,
+            pid: c.pid as u32,
+            tid: None,
+            cpu: point.cpus.as_ref().map(|v| v[rank * threads]),
+            last_cpu: None,
+            ops: 0,
+            start_s: start,
+            end_s: ended[rank].as_ref().map_or(end, |e| e.at),
+            counters: per_proc.get(rank).cloned().unwrap_or_default(),
+        })
+        .collect();
+    Ok(Outcome::Measured(Box::new(Sample {
+        seq,
+        warmup,
+        status,
+        reason,
+        started_at,
+        wall_s,
+        ops: None,
+        metric,
+        usage,
+        counters: summed,
+        workers,
+        // A user command reports nothing but its metric.
+        extras: Default::default(),
+    })))
+}
+
+fn cpus_list(cpus: &[u32]) -> String {
+    cpus.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn kill_groups(children: &[Child]) {
+    for c in children {
+        // The negative pid is the process group each rank leads.
+        sys::kill(-c.pid, Signal::SIGKILL);
+        sys::kill(c.pid, Signal::SIGKILL);
+    }
+}
+
+/// The last `keep` bytes of a stream, read to its end.
+fn tail(r: impl Read, keep: usize) -> String {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut reader = BufReader::new(r);
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(c) => c.to_vec(),
+        };
+        reader.consume(chunk.len());
+        buf.extend_from_slice(&chunk);
+        if buf.len() > 2 * keep {
+            buf.drain(..buf.len() - keep);
+        }
+    }
+    if buf.len() > keep {
+        buf.drain(..buf.len() - keep);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The number in the first capture group (or the whole match) of the last
+/// match of `re` in `text`.
+pub fn last_capture(re: &regex::Regex, text: &str) -> Option<f64> {
+    let caps = re.captures_iter(text).last()?;
+    let m = caps.get(1).or_else(|| caps.get(0))?;
+    m.as_str().trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders() {
+        assert_eq!(
+            expand(
+                "run -t {n} --rank {rank} --cpus {cpus}",
+                4,
+                1,
+                &[4, 5, 6, 7]
+            ),
+            "run -t 4 --rank 1 --cpus 4,5,6,7"
+        );
+        assert_eq!(expand("x {cpus}", 1, 0, &[]), "x ");
+    }
+
+    #[test]
+    fn threads_is_the_long_form_of_n() {
+        assert_eq!(
+            expand("a {threads} b {n} c {threads}", 3, 0, &[]),
+            "a 3 b 3 c 3"
+        );
+    }
+
+    #[test]
+    fn metric_capture() {
+        let re = regex::Regex::new(r"rate: ([0-9.]+)").unwrap();
+        assert_eq!(last_capture(&re, "rate: 1.5\nrate: 2.5\n"), Some(2.5));
+        assert_eq!(last_capture(&re, "nothing"), None);
+    }
+}

@@ -1,0 +1,257 @@
+//! The allocator table: the memory allocators a run can compare
+//! (`--alloc`), each loaded into the workers with `LD_PRELOAD`, and where
+//! their libraries are found.
+//!
+//! Planning resolves a run's allocators once ([`find_allocator`]), so a
+//! missing one is refused before anything runs; execution preloads what was
+//! found ([`Preload`]); `doctor` lists what is installed. Searches the file
+//! system, nothing else.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// A memory allocator smtlab can compare, loaded with `LD_PRELOAD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AllocatorInfo {
+    /// The name `--alloc` takes.
+    pub name: &'static str,
+    /// The shared object to preload; `None`: the C library's own malloc.
+    pub file: Option<&'static str>,
+    /// The Debian package that installs it.
+    pub package: &'static str,
+    pub about: &'static str,
+    /// Environment the workers get with it (allocator options).
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// The allocators `--alloc` knows by name.
+pub const ALLOCATORS: [AllocatorInfo; 6] = [
+    AllocatorInfo {
+        name: "glibc",
+        file: None,
+        package: "libc6",
+        about: "the C library's malloc (the default; per-thread arenas)",
+        env: &[],
+    },
+    AllocatorInfo {
+        name: "jemalloc",
+        file: Some("libjemalloc.so.2"),
+        package: "libjemalloc2",
+        about: "jemalloc 5 (per-thread caches, arenas per CPU count)",
+        env: &[],
+    },
+    AllocatorInfo {
+        name: "mimalloc",
+        file: Some("libmimalloc.so.2"),
+        package: "libmimalloc2.0",
+        about: "mimalloc v2 (per-thread heaps, free lists per page)",
+        env: &[],
+    },
+    AllocatorInfo {
+        name: "tcmalloc",
+        file: Some("libtcmalloc_minimal.so.4"),
+        package: "libtcmalloc-minimal4",
+        about: "gperftools tcmalloc (per-thread caches, not Google's per-CPU tcmalloc)",
+        env: &[],
+    },
+    AllocatorInfo {
+        name: "jemalloc-percpu",
+        file: Some("libjemalloc.so.2"),
+        package: "libjemalloc2",
+        about: "jemalloc 5 with one arena per CPU and transparent huge pages \
+                (MALLOC_CONF=percpu_arena:percpu,thp:always)",
+        env: &[("MALLOC_CONF", "percpu_arena:percpu,thp:always")],
+    },
+    AllocatorInfo {
+        name: "smtalloc",
+        file: Some(SMTALLOC_FILE),
+        package: "smtalloc-preload",
+        about: "smtlab's core-aware allocator: every 2 MiB huge page private to one physical core",
+        env: &[],
+    },
+];
+
+/// smtalloc's preload library, built next to the smtlab binary.
+pub const SMTALLOC_FILE: &str = "libsmtalloc.so";
+
+/// What to preload for an allocator: the library and its environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preload {
+    pub library: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+/// Why [`find_allocator`] found nothing to preload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocatorError {
+    #[error("unknown allocator {name:?}: expected one of {known} or a path to a shared object")]
+    Unknown { name: String, known: String },
+    #[error(
+        "allocator {name}: {file} not found in {searched}; install the Debian package {package} \
+         (apt install {package})"
+    )]
+    NotInstalled {
+        name: String,
+        file: String,
+        package: String,
+        searched: String,
+    },
+    #[error("allocator {0}: no such file")]
+    NoSuchFile(PathBuf),
+    #[error(
+        "allocator smtalloc: {SMTALLOC_FILE} not found next to smtlab ({searched}); build it with \
+         cargo build --release -p smtalloc-preload (or without --release for a debug smtlab)"
+    )]
+    NotBuilt { searched: String },
+}
+
+/// Directories the dynamic loader searches by default, multiarch first.
+pub fn library_dirs() -> Vec<PathBuf> {
+    let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
+    [
+        format!("/usr/lib/{triple}"),
+        format!("/lib/{triple}"),
+        "/usr/lib64".to_string(),
+        "/lib64".to_string(),
+        "/usr/lib".to_string(),
+        "/usr/local/lib".to_string(),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect()
+}
+
+/// Where `file` is in `dirs`, if anywhere.
+pub fn locate_library(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter().map(|d| d.join(file)).find(|p| p.is_file())
+}
+
+/// What to `LD_PRELOAD` for `--alloc NAME`: `Ok(None)` for glibc (nothing
+/// to preload), `Ok(Some(preload))` for an installed allocator or an
+/// existing path (anything containing `/`, made absolute so it works from
+/// any working directory).
+pub fn find_allocator(name: &str) -> Result<Option<Preload>, AllocatorError> {
+    find_allocator_in(name, &allocator_dirs())
+}
+
+/// Where allocators are looked for: the directory of the smtlab binary
+/// (and its parent, for test binaries in `target/<profile>/deps`), where
+/// cargo builds `libsmtalloc.so`, then the loader's default directories.
+pub fn allocator_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            dirs.push(d.to_path_buf());
+            if d.ends_with("deps") {
+                if let Some(up) = d.parent() {
+                    dirs.push(up.to_path_buf());
+                }
+            }
+        }
+    }
+    dirs.extend(library_dirs());
+    dirs
+}
+
+/// [`find_allocator`] searching `dirs`.
+pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<Preload>, AllocatorError> {
+    if name.contains('/') {
+        let p = Path::new(name);
+        return match p.canonicalize() {
+            Ok(abs) if abs.is_file() => Ok(Some(Preload {
+                library: abs,
+                env: Vec::new(),
+            })),
+            _ => Err(AllocatorError::NoSuchFile(p.to_path_buf())),
+        };
+    }
+    let info =
+        ALLOCATORS
+            .iter()
+            .find(|a| a.name == name)
+            .ok_or_else(|| AllocatorError::Unknown {
+                name: name.to_string(),
+                known: ALLOCATORS.map(|a| a.name).join(", "),
+            })?;
+    let Some(file) = info.file else {
+        return Ok(None);
+    };
+    match locate_library(file, dirs) {
+        None if file == SMTALLOC_FILE => Err(AllocatorError::NotBuilt {
+            searched: dirs
+                .iter()
+                .take(2)
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+        Some(p) => Ok(Some(Preload {
+            library: p,
+            env: info
+                .env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })),
+        None => Err(AllocatorError::NotInstalled {
+            name: info.name.to_string(),
+            file: file.to_string(),
+            package: info.package.to_string(),
+            searched: dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn allocators_are_found_by_name_or_path() {
+        let tmp = std::env::temp_dir().join(format!("smtlab-alloc-{}", std::process::id()));
+        fs::create_dir_all(&tmp).unwrap();
+        fs::write(tmp.join("libjemalloc.so.2"), b"").unwrap();
+        let dirs = vec![tmp.clone()];
+        assert_eq!(find_allocator_in("glibc", &dirs), Ok(None));
+        assert_eq!(
+            find_allocator_in("jemalloc", &dirs).map(|p| p.map(|p| p.library)),
+            Ok(Some(tmp.join("libjemalloc.so.2")))
+        );
+        let percpu = find_allocator_in("jemalloc-percpu", &dirs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(percpu.library, tmp.join("libjemalloc.so.2"));
+        assert_eq!(
+            percpu.env,
+            vec![(
+                "MALLOC_CONF".to_string(),
+                "percpu_arena:percpu,thp:always".to_string()
+            )]
+        );
+        let e = find_allocator_in("mimalloc", &dirs).unwrap_err();
+        assert!(e.to_string().contains("apt install libmimalloc2.0"), "{e}");
+        let e = find_allocator_in("hoard", &dirs).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc"),
+            "{e}"
+        );
+        let path = tmp.join("libjemalloc.so.2");
+        assert_eq!(
+            find_allocator_in(path.to_str().unwrap(), &[]).map(|p| p.map(|p| p.library)),
+            Ok(Some(path.canonicalize().unwrap()))
+        );
+        assert!(matches!(
+            find_allocator_in("/nonexistent/libx.so", &[]),
+            Err(AllocatorError::NoSuchFile(_))
+        ));
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+}

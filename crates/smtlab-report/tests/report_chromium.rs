@@ -1,0 +1,295 @@
+//! The HTML report in a real browser: headless Chromium loads a report
+//! written from synthetic data, and the test checks that the page loads,
+//! logs nothing to the console (no script error, no Content-Security-Policy
+//! violation, which is what any attempt to fetch something would cause), and
+//! lays out every chart figure.
+//!
+//! Skipped, with a line on stderr, where Chromium is not installed.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use smtlab_analyse::analysis::{
+    Analysis, PointData, Recommendation, ScalingPoint, Series, SeriesKey, SmtAdvice, Verdict,
+};
+use smtlab_report::{write_report, ReportInput};
+use smtlab_types::{
+    CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus,
+};
+use smtlab_types::{HostFacts, RunRecord, RunStatus, Table};
+use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
+
+/// Say why a test is skipped, straight to stderr (the harness swallows
+/// `eprintln!` of passing tests, and a skip must show in CI's log).
+fn skip(reason: &str) {
+    let _ = std::io::stderr().write_all(format!("skipped: {reason}\n").as_bytes());
+}
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+fn metric() -> Metric {
+    Metric {
+        name: "ops_per_s".into(),
+        unit: "ops/s".into(),
+        higher_is_better: true,
+    }
+}
+
+fn sample(seq: usize, value: f64) -> Sample {
+    Sample {
+        seq,
+        warmup: seq == 0,
+        status: SampleStatus::Ok,
+        reason: None,
+        started_at: 1.7e9,
+        wall_s: 1.0,
+        ops: Some(value as u64),
+        metric: Some(value),
+        usage: ResourceUsage {
+            voluntary_cs: Some(10),
+            involuntary_cs: Some(3),
+            ..ResourceUsage::default()
+        },
+        counters: ["cycles", "instructions"]
+            .iter()
+            .map(|name| CounterValue {
+                name: name.to_string(),
+                scope: CounterScope::User,
+                status: CounterStatus::Ok,
+                raw: Some(1_000_000),
+                value: Some(if *name == "cycles" { 1.5e6 } else { 1e6 }),
+                fraction_running: Some(1.0),
+                reason: None,
+            })
+            .collect(),
+        workers: Vec::new(),
+        extras: Default::default(),
+    }
+}
+
+struct Data {
+    run: RunRecord,
+    points: Vec<PointData>,
+    samples: Vec<(Point, Vec<Sample>)>,
+    analysis: Analysis,
+}
+
+fn data() -> Data {
+    let mut points = Vec::new();
+    let mut samples = Vec::new();
+    let mut series = Vec::new();
+    let mut verdicts = Vec::new();
+    for (m, model) in [(Model::Thread, "thread"), (Model::Process, "process")] {
+        let mut spts = Vec::new();
+        for n in [1usize, 2] {
+            let index = points.len();
+            let point = Point {
+                index,
+                program: Program::Builtin {
+                    workload: "<b>kv</b>".into(),
+                    params: BTreeMap::new(),
+                },
+                model: m,
+                spawn: Spawn::Exec,
+                placement: "scatter".into(),
+                workers: n,
+                cpus: Some((0..n as u32).collect()),
+                oversubscription: 1.0,
+                alloc: "glibc".into(),
+                mode: Mode::FixedTime { seconds: 1.0 },
+                metric: metric(),
+            };
+            let base = 1000.0 * n as f64;
+            let s: Vec<Sample> = (0..6).map(|q| sample(q, base + q as f64 * 7.0)).collect();
+            let report = smtlab_analyse::summary::report(index as i64 + 1, point.clone(), &s, 1);
+            let values = s.iter().skip(1).filter_map(|x| x.metric).collect();
+            spts.push(ScalingPoint {
+                workers: n,
+                point_index: index,
+                median: base,
+                ci95: Some((base * 0.99, base * 1.01)),
+                speedup: Some(n as f64 * 0.95),
+                speedup_ci95: None,
+                efficiency: Some(0.95),
+            });
+            points.push(PointData { report, values });
+            samples.push((point, s));
+            if m == Model::Thread {
+                verdicts.push(Verdict {
+                    subject: format!("<b>kv</b> at {n} threads (scatter)"),
+                    a: "the multi-thread model".into(),
+                    b: "the multi-process model".into(),
+                    metric: metric(),
+                    median_a: base,
+                    median_b: base,
+                    speed_ratio: 1.02,
+                    ci95: Some((1.0, 1.04)),
+                    significant: false,
+                    sentence: "No difference shown.".into(),
+                });
+            }
+        }
+        series.push(Series {
+            key: SeriesKey {
+                program: "<b>kv</b>".into(),
+                alloc: "glibc".into(),
+                model: model.into(),
+                placement: "scatter".into(),
+            },
+            metric: metric(),
+            points: spts,
+            usl: None,
+        });
+    }
+    let analysis = Analysis {
+        series,
+        smt_yields: Vec::new(),
+        model_verdicts: verdicts,
+        recommendations: vec![Recommendation {
+            program: "<b>kv</b>".into(),
+            alloc: "glibc".into(),
+            model: "thread".into(),
+            placement: "scatter".into(),
+            workers: 2,
+            median: 2000.0,
+            metric: metric(),
+            smt: SmtAdvice::Unknown {
+                reason: "no SMT".into(),
+            },
+            sentence: "Use threads.".into(),
+        }],
+        notes: Vec::new(),
+    };
+    let run = RunRecord {
+        id: 1,
+        started_at: 1.7e9,
+        finished_at: None,
+        status: RunStatus::Complete,
+        command_line: vec!["smtlab".into(), "run".into()],
+        version: "0.1.0".into(),
+        git_commit: None,
+        seed: 1,
+        config_json: serde_json::json!({}),
+        host: HostFacts::default(),
+    };
+    Data {
+        run,
+        points,
+        samples,
+        analysis,
+    }
+}
+
+/// Run `cmd` with stdout and stderr to files (a dumped DOM is larger than
+/// a pipe's buffer), killing it after `limit`.
+fn run_with_limit(mut cmd: Command, out: &Path, err: &Path, limit: Duration) -> bool {
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(out).unwrap())
+        .stderr(std::fs::File::create(err).unwrap());
+    let mut child = cmd.spawn().expect("start chromium");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn report_renders_in_chromium() {
+    let Some(browser) = chromium() else {
+        skip("chromium not installed (apt-get install chromium)");
+        return;
+    };
+    let d = data();
+    let tables = vec![Table {
+        title: "Pinning".into(),
+        columns: vec!["program".into(), "speedup".into()],
+        rows: vec![vec!["<b>kv</b>".into(), "1.9".into()]],
+        note: None,
+    }];
+    let input = ReportInput {
+        title: "smtlab run 1".into(),
+        run: &d.run,
+        points: &d.points,
+        samples: &d.samples,
+        analysis: &d.analysis,
+        tables: &tables,
+        limits: &["No SMT here.".to_string()],
+        verdicts: &["Threads and processes were equally fast.".to_string()],
+        notes: &["A note.".to_string()],
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let files = write_report(&input, &tmp.path().join("report")).unwrap();
+    let figures: Vec<String> = files
+        .charts
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .map(|p| format!("fig-{}", p.file_stem().unwrap().to_string_lossy()))
+        .collect();
+    assert!(figures.len() >= 4, "{figures:?}");
+
+    let (out, err) = (tmp.path().join("dom.html"), tmp.path().join("stderr.txt"));
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless=new",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=1000",
+    ])
+    .arg(format!(
+        "--user-data-dir={}",
+        tmp.path().join("profile").display()
+    ))
+    .arg("--dump-dom")
+    .arg(format!("file://{}", files.html.display()));
+    let ok = run_with_limit(cmd, &out, &err, Duration::from_secs(60));
+    let dom = std::fs::read_to_string(&out).unwrap();
+    let log = std::fs::read_to_string(&err).unwrap();
+    assert!(ok, "chromium failed:\n{log}");
+    assert!(
+        dom.contains("<h1>smtlab run 1</h1>"),
+        "page did not load:\n{log}"
+    );
+
+    // Every console message is a fault: the page logs nothing itself, so
+    // this catches script errors and blocked fetches alike.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
+
+    let n = figures.len();
+    assert!(
+        dom.contains(&format!("data-figures=\"{n}\""))
+            && dom.contains(&format!("data-drawn=\"{n}\"")),
+        "not all {n} charts were laid out: {}",
+        dom.lines()
+            .find(|l| l.contains("render-check"))
+            .unwrap_or("no render-check")
+    );
+    for id in &figures {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "{id} not in the DOM");
+    }
+    // The hostile label stayed text.
+    assert!(!dom.contains("<b>kv</b>"));
+}

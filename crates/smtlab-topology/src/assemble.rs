@@ -1,0 +1,494 @@
+//! From flat per-PU facts to numbered objects, the way hwloc does it.
+//!
+//! Objects are grouped from what each PU reports (package id, core sibling
+//! set, cache sharing sets), then nested by CPU-set inclusion into one tree
+//! (bigger sets above smaller; for equal sets, package above die above caches
+//! from the outermost level down above core above PU). Children are ordered
+//! by their first PU, and logical indexes are handed out in depth-first
+//! order: this reproduces lstopo's `L#` numbers even for asymmetric machines
+//! where a core's logical index depends on which cache it sits under.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{
+    Cache, CacheType, Core, CpuKind, Die, NumaNode, Package, Pu, RawCache, RawTopology, Topology,
+};
+use smtlab_types::cpuset::CpuSet;
+
+/// What a tree node stands for, with an index into the matching vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum What {
+    Machine,
+    Package(usize),
+    Die(usize),
+    Cache(usize),
+    Core(usize),
+    Pu(u32),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TreeNode {
+    pub what: What,
+    rank: u32,
+    pub cpus: CpuSet,
+    pub children: Vec<usize>,
+}
+
+/// The containment tree; node 0 is the machine.
+#[derive(Debug, Clone)]
+pub(crate) struct Tree {
+    pub nodes: Vec<TreeNode>,
+}
+
+fn cache_rank(level: u8, t: CacheType) -> u32 {
+    // Outer levels first; at one level unified/data above instruction, as
+    // lstopo nests L1d above L1i.
+    let type_order = match t {
+        CacheType::Unified => 0,
+        CacheType::Data => 1,
+        CacheType::Instruction => 2,
+    };
+    10 + (9u32.saturating_sub(level as u32)) * 3 + type_order
+}
+
+impl Tree {
+    /// Nest `objects` (what, rank, cpus) under a machine holding `all`.
+    fn build(all: CpuSet, mut objects: Vec<(What, u32, CpuSet)>) -> Tree {
+        objects.retain(|(_, _, c)| !c.is_empty());
+        objects.sort_by(|a, b| {
+            b.2.len()
+                .cmp(&a.2.len())
+                .then(a.1.cmp(&b.1))
+                .then(a.2.first().cmp(&b.2.first()))
+        });
+        let mut nodes = vec![TreeNode {
+            what: What::Machine,
+            rank: 0,
+            cpus: all,
+            children: Vec::new(),
+        }];
+        for (what, rank, cpus) in objects {
+            let mut at = 0;
+            'descend: loop {
+                for &c in &nodes[at].children {
+                    if cpus.is_subset(&nodes[c].cpus) {
+                        at = c;
+                        continue 'descend;
+                    }
+                }
+                break;
+            }
+            nodes.push(TreeNode {
+                what,
+                rank,
+                cpus,
+                children: Vec::new(),
+            });
+            let id = nodes.len() - 1;
+            nodes[at].children.push(id);
+        }
+        let keys: Vec<(Option<u32>, u32)> =
+            nodes.iter().map(|n| (n.cpus.first(), n.rank)).collect();
+        for n in &mut nodes {
+            n.children.sort_by_key(|&c| keys[c]);
+        }
+        Tree { nodes }
+    }
+
+    /// Depth-first order of node indexes, root first.
+    pub fn dfs(&self) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        let mut stack = vec![0];
+        while let Some(n) = stack.pop() {
+            out.push(n);
+            stack.extend(self.nodes[n].children.iter().rev());
+        }
+        out
+    }
+
+    /// The tree of a finished topology (online PUs only), for rendering.
+    pub fn of(topo: &Topology) -> Tree {
+        let mut objects = Vec::new();
+        for p in &topo.packages {
+            objects.push((What::Package(p.id), 1, p.cpus.clone()));
+        }
+        for d in &topo.dies {
+            objects.push((What::Die(d.id), 2, d.cpus.clone()));
+        }
+        for (i, c) in topo.caches.iter().enumerate() {
+            objects.push((
+                What::Cache(i),
+                cache_rank(c.level, c.cache_type),
+                c.cpus.clone(),
+            ));
+        }
+        for c in &topo.cores {
+            objects.push((What::Core(c.id), 50, c.cpus.clone()));
+        }
+        for p in topo.pus.iter().filter(|p| p.online) {
+            objects.push((What::Pu(p.os_index), 60, CpuSet::from_iter([p.os_index])));
+        }
+        Tree::build(topo.online(), objects)
+    }
+
+    /// Where lstopo attaches a NUMA node holding `cpus`: the outermost
+    /// object below the machine with exactly those PUs (a package, or an L3
+    /// on AMD parts with two nodes per package), else the deepest object
+    /// containing them; the machine for an empty set.
+    pub fn attach_point(&self, cpus: &CpuSet) -> usize {
+        let mut at = 0;
+        if cpus.is_empty() {
+            return at;
+        }
+        'descend: loop {
+            for &c in &self.nodes[at].children {
+                if matches!(self.nodes[c].what, What::Pu(_)) {
+                    continue;
+                }
+                if cpus.is_subset(&self.nodes[c].cpus) {
+                    if self.nodes[c].cpus == *cpus {
+                        return c;
+                    }
+                    at = c;
+                    continue 'descend;
+                }
+            }
+            return at;
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum PackageKey {
+    Id(i64),
+    Siblings(CpuSet),
+    Unknown,
+}
+
+/// A core being grouped: its sysfs core id and its PUs.
+type CoreGroup = (Option<i64>, CpuSet);
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum CoreKey {
+    Siblings(CpuSet),
+    Id(Option<i64>, i64),
+    Alone(u32),
+}
+
+/// Group, nest and number. Pure: the same raw facts give the same topology.
+pub fn assemble(mut raw: RawTopology) -> Topology {
+    raw.pus.sort_by_key(|p| p.os_index);
+    raw.pus.dedup_by_key(|p| p.os_index);
+    let mut notes = raw.notes.clone();
+    let online: CpuSet = raw
+        .pus
+        .iter()
+        .filter(|p| p.online)
+        .map(|p| p.os_index)
+        .collect();
+
+    // Packages: by physical_package_id; POWER reports -1, so fall back to the
+    // package sibling set (what hwloc does, giving one package per core there).
+    let mut pkg_of: BTreeMap<u32, PackageKey> = BTreeMap::new();
+    let mut pkgs: BTreeMap<PackageKey, CpuSet> = BTreeMap::new();
+    let mut pkg_fallback = false;
+    for pu in raw.pus.iter().filter(|p| p.online) {
+        let key = match (pu.package_id, &pu.package_cpus) {
+            (Some(id), _) if id >= 0 => PackageKey::Id(id),
+            (_, Some(s)) if !s.is_empty() => {
+                pkg_fallback = true;
+                PackageKey::Siblings(s.clone())
+            }
+            _ => {
+                pkg_fallback = true;
+                PackageKey::Unknown
+            }
+        };
+        pkgs.entry(key.clone()).or_default().insert(pu.os_index);
+        pkg_of.insert(pu.os_index, key);
+    }
+    if pkg_fallback {
+        notes.push(
+            "the kernel does not give package ids (physical_package_id missing or -1): \
+             packages were inferred from the package sibling sets"
+                .to_string(),
+        );
+    }
+
+    // Dies: only worth showing when some package has more than one.
+    let mut dies_by_pkg: BTreeMap<PackageKey, BTreeSet<i64>> = BTreeMap::new();
+    for pu in raw.pus.iter().filter(|p| p.online) {
+        if let Some(d) = pu.die_id.filter(|d| *d >= 0) {
+            dies_by_pkg
+                .entry(pkg_of[&pu.os_index].clone())
+                .or_default()
+                .insert(d);
+        }
+    }
+    let multi_die = dies_by_pkg.values().any(|s| s.len() > 1);
+    let mut dies: BTreeMap<(PackageKey, i64), CpuSet> = BTreeMap::new();
+    if multi_die {
+        for pu in raw.pus.iter().filter(|p| p.online) {
+            if let Some(d) = pu.die_id.filter(|d| *d >= 0) {
+                dies.entry((pkg_of[&pu.os_index].clone(), d))
+                    .or_default()
+                    .insert(pu.os_index);
+            }
+        }
+    }
+
+    // Cores: by the core's sibling set; then by (die, core_id) inside the
+    // package, because core ids repeat across packages; else one core per PU.
+    let mut cores: BTreeMap<(PackageKey, CoreKey), CoreGroup> = BTreeMap::new();
+    let mut core_fallback = false;
+    let core_id_of: HashMap<u32, Option<i64>> =
+        raw.pus.iter().map(|p| (p.os_index, p.core_id)).collect();
+    for pu in raw.pus.iter().filter(|p| p.online) {
+        // AMD compute units (Bulldozer) list both cores of a module as
+        // "thread siblings" but give them different core ids: like hwloc,
+        // trust the ids and make one core per PU.
+        let compute_unit = pu.core_cpus.as_ref().is_some_and(|s| {
+            s.iter().any(|o| {
+                o != pu.os_index
+                    && online.contains(o)
+                    && core_id_of.get(&o).copied().flatten().is_some()
+                    && core_id_of[&o] != pu.core_id
+            })
+        });
+        let key = match (&pu.core_cpus, pu.core_id) {
+            _ if compute_unit => CoreKey::Alone(pu.os_index),
+            (Some(s), _) if s.contains(pu.os_index) => CoreKey::Siblings(s.intersection(&online)),
+            (_, Some(id)) if id >= 0 => CoreKey::Id(pu.die_id, id),
+            _ => {
+                core_fallback = true;
+                CoreKey::Alone(pu.os_index)
+            }
+        };
+        let e = cores
+            .entry((pkg_of[&pu.os_index].clone(), key))
+            .or_insert((pu.core_id.filter(|c| *c >= 0), CpuSet::new()));
+        e.1.insert(pu.os_index);
+    }
+    if core_fallback {
+        notes.push(
+            "the kernel does not give core ids or sibling lists for some PUs: \
+             each such PU is taken as a core of its own"
+                .to_string(),
+        );
+    }
+
+    // Caches: one object per distinct (level, type, sharing set).
+    let mut caches: Vec<RawCache> = Vec::new();
+    for c in &raw.caches {
+        let cpus = c.cpus.intersection(&online);
+        if cpus.is_empty() {
+            continue;
+        }
+        let dup = caches
+            .iter()
+            .any(|k| k.level == c.level && k.cache_type == c.cache_type && k.cpus == cpus);
+        if !dup {
+            caches.push(RawCache { cpus, ..c.clone() });
+        }
+    }
+
+    // Nest everything and number in depth-first order.
+    let pkg_list: Vec<(PackageKey, CpuSet)> = pkgs.into_iter().collect();
+    let die_list: Vec<((PackageKey, i64), CpuSet)> = dies.into_iter().collect();
+    let core_list: Vec<((PackageKey, CoreKey), CoreGroup)> = cores.into_iter().collect();
+    let mut objects = Vec::new();
+    for (i, (_, cpus)) in pkg_list.iter().enumerate() {
+        objects.push((What::Package(i), 1, cpus.clone()));
+    }
+    for (i, (_, cpus)) in die_list.iter().enumerate() {
+        objects.push((What::Die(i), 2, cpus.clone()));
+    }
+    for (i, c) in caches.iter().enumerate() {
+        objects.push((
+            What::Cache(i),
+            cache_rank(c.level, c.cache_type),
+            c.cpus.clone(),
+        ));
+    }
+    for (i, (_, (_, cpus))) in core_list.iter().enumerate() {
+        objects.push((What::Core(i), 50, cpus.clone()));
+    }
+    for p in raw.pus.iter().filter(|p| p.online) {
+        objects.push((What::Pu(p.os_index), 60, CpuSet::from_iter([p.os_index])));
+    }
+    let tree = Tree::build(online.clone(), objects);
+
+    let mut pkg_order = Vec::new();
+    let mut die_order = Vec::new();
+    let mut cache_order = Vec::new();
+    let mut core_order = Vec::new();
+    let mut pu_logical: HashMap<u32, u32> = HashMap::new();
+    for n in tree.dfs() {
+        match tree.nodes[n].what {
+            What::Machine => {}
+            What::Package(i) => pkg_order.push(i),
+            What::Die(i) => die_order.push(i),
+            What::Cache(i) => cache_order.push(i),
+            What::Core(i) => core_order.push(i),
+            What::Pu(os) => {
+                let l = pu_logical.len() as u32;
+                pu_logical.insert(os, l);
+            }
+        }
+    }
+
+    let packages: Vec<Package> = pkg_order
+        .iter()
+        .enumerate()
+        .map(|(id, &i)| Package {
+            id,
+            os_index: match &pkg_list[i].0 {
+                PackageKey::Id(v) => u32::try_from(*v).ok(),
+                _ => None,
+            },
+            cpus: pkg_list[i].1.clone(),
+        })
+        .collect();
+    let package_of_cpu = |cpu: u32| packages.iter().position(|p| p.cpus.contains(cpu));
+    let dies_out: Vec<Die> = die_order
+        .iter()
+        .enumerate()
+        .map(|(id, &i)| {
+            let cpus = die_list[i].1.clone();
+            Die {
+                id,
+                os_index: u32::try_from(die_list[i].0 .1).ok(),
+                package: cpus.first().and_then(package_of_cpu).unwrap_or(0),
+                cpus,
+            }
+        })
+        .collect();
+    let cores_out: Vec<Core> = core_order
+        .iter()
+        .enumerate()
+        .map(|(id, &i)| {
+            let (core_id, cpus) = &core_list[i].1;
+            Core {
+                id,
+                os_index: core_id.and_then(|v| u32::try_from(v).ok()),
+                package: cpus.first().and_then(package_of_cpu).unwrap_or(0),
+                cpus: cpus.clone(),
+            }
+        })
+        .collect();
+    let mut per_kind: BTreeMap<(u8, CacheType), usize> = BTreeMap::new();
+    let mut caches_out: Vec<Cache> = cache_order
+        .iter()
+        .map(|&i| {
+            let c = &caches[i];
+            let n = per_kind.entry((c.level, c.cache_type)).or_insert(0);
+            *n += 1;
+            Cache {
+                id: *n - 1,
+                level: c.level,
+                cache_type: c.cache_type,
+                size_bytes: c.size_bytes,
+                line_size: c.line_size,
+                ways: c.ways,
+                cpus: c.cpus.clone(),
+            }
+        })
+        .collect();
+    caches_out.sort_by_key(|c| (c.level, c.cache_type, c.id));
+
+    // NUMA nodes, by OS index; a machine without any is one node.
+    let mut raw_nodes = raw.nodes.clone();
+    raw_nodes.sort_by_key(|n| n.os_index);
+    if raw_nodes.is_empty() {
+        notes.push(
+            "no NUMA information (no sys/devices/system/node): the machine is taken as one node"
+                .to_string(),
+        );
+        raw_nodes.push(super::RawNode {
+            os_index: 0,
+            cpus: raw.pus.iter().map(|p| p.os_index).collect(),
+            memory_bytes: raw.memory_bytes,
+            allowed: true,
+            distances: vec![10],
+        });
+    }
+    let numa_nodes: Vec<NumaNode> = raw_nodes
+        .iter()
+        .enumerate()
+        .map(|(id, n)| NumaNode {
+            id,
+            os_index: n.os_index,
+            cpus: n.cpus.clone(),
+            memory_bytes: n.memory_bytes,
+            allowed: n.allowed,
+            distances: n.distances.clone(),
+        })
+        .collect();
+    let memory_bytes = if numa_nodes.iter().all(|n| n.memory_bytes.is_some()) {
+        Some(numa_nodes.iter().filter_map(|n| n.memory_bytes).sum())
+    } else {
+        raw.memory_bytes
+    };
+
+    // CPU kinds: ranked by frequency, slowest first (hwloc's efficiency 0).
+    let mut kinds = raw.kinds.clone();
+    kinds.sort_by_key(|k| (k.base_freq_mhz, k.max_freq_mhz, k.cpus.first()));
+    let cpu_kinds: Vec<CpuKind> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(id, k)| CpuKind {
+            id,
+            efficiency: id as u32,
+            name: k.name,
+            cpus: k.cpus,
+            max_freq_mhz: k.max_freq_mhz,
+            base_freq_mhz: k.base_freq_mhz,
+        })
+        .collect();
+
+    let pus: Vec<Pu> = raw
+        .pus
+        .iter()
+        .map(|p| {
+            let os = p.os_index;
+            let (core, package, die) = if p.online {
+                (
+                    cores_out.iter().position(|c| c.cpus.contains(os)),
+                    package_of_cpu(os),
+                    dies_out.iter().position(|d| d.cpus.contains(os)),
+                )
+            } else {
+                (None, None, None)
+            };
+            Pu {
+                os_index: os,
+                logical_index: pu_logical.get(&os).copied(),
+                core,
+                package,
+                die,
+                // x86 kernels without clusters print 65535 (a u16 -1).
+                cluster: p.cluster_id.filter(|c| *c >= 0 && *c != 0xffff),
+                numa: numa_nodes.iter().position(|n| n.cpus.contains(os)),
+                kind: cpu_kinds.iter().position(|k| k.cpus.contains(os)),
+                online: p.online,
+                allowed: p.online && p.allowed,
+            }
+        })
+        .collect();
+
+    Topology {
+        source: raw.source.clone(),
+        cpu_model: raw.cpu_model.clone(),
+        memory_bytes,
+        pus,
+        packages,
+        dies: dies_out,
+        cores: cores_out,
+        caches: caches_out,
+        numa_nodes,
+        cpu_kinds,
+        cpuset_source: raw.cpuset_source.clone(),
+        notes,
+        raw,
+    }
+}

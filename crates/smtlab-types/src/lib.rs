@@ -1,0 +1,38 @@
+//! smtlab's record types: the plain data every stage of the pipeline hands
+//! to the next (`topology → plan → execute → measure → store → analyse →
+//! report`), serialisable with serde.
+//!
+//! This crate is the bottom of the workspace: it depends on nothing else in
+//! smtlab and does no I/O, so every other crate may use it and a type here
+//! can never tie a lower stage to a higher one. What it owns:
+//!
+//! * [`cpuset`]: sets of PU numbers and their kernel text forms;
+//! * [`point`]: a measurement point and its parts (program, model, spawn,
+//!   mode, metric);
+//! * [`policy`]: placement policies as written (syntax only);
+//! * [`run_spec`]: what a run sweeps and how it samples;
+//! * [`sample`]: what one measurement produces;
+//! * [`run`]: a run as stored, and its host facts;
+//! * [`study`]: which question a run answers, and what the machine could not
+//!   show;
+//! * [`table`]: a table of text cells for reports.
+
+pub mod cpuset;
+pub mod point;
+pub mod policy;
+pub mod run;
+pub mod run_spec;
+pub mod sample;
+pub mod study;
+pub mod table;
+
+pub use cpuset::{CpuSet, CpuSetError};
+pub use point::{Metric, Mode, Model, ModelError, Point, Program, Spawn, VARIANT_PARAMS};
+pub use policy::{Policy, PolicyError};
+pub use run::{HostFacts, RunRecord, RunStatus, RunSummary};
+pub use run_spec::{MetricSpec, RunSpec};
+pub use sample::{
+    CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus, WorkerSample,
+};
+pub use study::{StudyKind, StudyMeta, UnknownStudy};
+pub use table::Table;

@@ -1,0 +1,173 @@
+//! A point: one configuration to measure (program x model x placement x N x
+//! allocator), and the parts it is made of. Plans produce points, the store
+//! keeps them, the analysis groups them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How workers are organised into processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Model {
+    /// One process running N threads.
+    Thread,
+    /// N single-threaded processes.
+    Process,
+    /// P processes of T threads each.
+    Hybrid { processes: usize, threads: usize },
+}
+
+impl Model {
+    /// (processes, threads per process) for N workers.
+    pub fn shape(self, workers: usize) -> (usize, usize) {
+        match self {
+            Model::Thread => (1, workers),
+            Model::Process => (workers, 1),
+            Model::Hybrid { processes, threads } => (processes, threads),
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Model::Thread => f.write_str("thread"),
+            Model::Process => f.write_str("process"),
+            Model::Hybrid { processes, threads } => write!(f, "hybrid:{processes}x{threads}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--model `{text}`: {reason}")]
+pub struct ModelError {
+    pub text: String,
+    pub reason: String,
+}
+
+impl FromStr for Model {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |reason: &str| ModelError {
+            text: s.to_string(),
+            reason: reason.to_string(),
+        };
+        match s.trim() {
+            "thread" | "threads" => Ok(Model::Thread),
+            "process" | "processes" => Ok(Model::Process),
+            other => {
+                let Some(shape) = other.strip_prefix("hybrid:") else {
+                    return Err(err(
+                        "expected thread, process or hybrid:PxT (e.g. hybrid:2x4)",
+                    ));
+                };
+                let (p, t) = shape
+                    .split_once('x')
+                    .ok_or_else(|| err("expected hybrid:PxT, e.g. hybrid:2x4"))?;
+                let num = |v: &str| v.parse::<usize>().ok().filter(|n| *n > 0);
+                match (num(p), num(t)) {
+                    (Some(processes), Some(threads)) => Ok(Model::Hybrid { processes, threads }),
+                    _ => Err(err("P and T in hybrid:PxT must be positive integers")),
+                }
+            }
+        }
+    }
+}
+
+/// How worker processes are started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Spawn {
+    /// exec of smtlab's hidden worker subcommand: a fresh address space per
+    /// process, like N JVMs.
+    #[default]
+    Exec,
+    /// fork of the parent after set-up: prefork-style, pages shared
+    /// copy-on-write.
+    Fork,
+}
+
+/// When a sample ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Mode {
+    /// Run for this long; the metric is operations per second.
+    FixedTime { seconds: f64 },
+    /// Do this much work in total; the metric is the wall time to finish.
+    FixedWork { work: u64 },
+}
+
+/// What runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Program {
+    /// A built-in workload with its parameters (`--param k=v`).
+    Builtin {
+        workload: String,
+        params: BTreeMap<String, String>,
+    },
+    /// A user command template with `{threads}` (or `{n}`), `{rank}`, `{cpus}` placeholders.
+    Command { template: String },
+}
+
+impl Program {
+    /// Short name for tables: the workload name or the command's first word.
+    pub fn label(&self) -> String {
+        match self {
+            Program::Builtin { workload, params } => {
+                // A parameter that changes what is measured (not just its
+                // size) names a different program: `allocprobe migrate=1`
+                // must not merge with pinned allocprobe in an analysis.
+                let mut s = workload.clone();
+                for key in VARIANT_PARAMS {
+                    if let Some(v) = params.get(*key).filter(|v| v.as_str() != "0") {
+                        s.push_str(&format!(" {key}={v}"));
+                    }
+                }
+                s
+            }
+            Program::Command { template } => template
+                .split_whitespace()
+                .next()
+                .unwrap_or("cmd")
+                .to_string(),
+        }
+    }
+}
+
+/// Workload parameters that change what is measured rather than its size;
+/// [`Program::label`] shows them when set.
+pub const VARIANT_PARAMS: &[&str] = &["migrate"];
+
+/// The primary metric of a point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metric {
+    /// `ops_per_s`, `wall_time`, or the name given to `--metric NAME=REGEX`.
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+/// One configuration to measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Position in the plan (stable across a resume).
+    pub index: usize,
+    pub program: Program,
+    pub model: Model,
+    pub spawn: Spawn,
+    /// The placement policy as written (`compact`, `scatter`, `S0:0-3`, ...).
+    pub placement: String,
+    /// Total workers N (threads x processes).
+    pub workers: usize,
+    /// `cpus[i]`: worker i's PU; `None` when not pinned.
+    pub cpus: Option<Vec<u32>>,
+    pub oversubscription: f64,
+    /// `glibc` (no preload), `jemalloc`, ..., or a library path.
+    pub alloc: String,
+    pub mode: Mode,
+    pub metric: Metric,
+}

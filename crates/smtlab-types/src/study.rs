@@ -1,0 +1,97 @@
+//! Studies as data: which question a run answers ([`StudyKind`], with the
+//! one list of study names) and what the machine could not show
+//! ([`StudyMeta`], stored in the run's [`crate::RunSpec`]). Planning a study
+//! and its findings live in `smtlab-study`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The questions smtlab answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyKind {
+    /// No name: a short tour over the default workloads.
+    Tour,
+    /// Thread vs process model at every N, compact and scatter.
+    Models,
+    /// 1..k threads on the k PUs of one core (SMT scalability).
+    Smt,
+    /// One PU per core, 1..cores (core scalability).
+    Cores,
+    /// N threads on one core's PUs vs on the first PU of N cores.
+    Pinning,
+    /// Software threads 1, 2, 4, ... up to 4x the PUs.
+    Oversub,
+    /// Allocators x models on jbb and the allocation benchmarks.
+    Alloc,
+}
+
+pub const STUDY_NAMES: [&str; 6] = ["models", "smt", "cores", "pinning", "oversub", "alloc"];
+
+impl StudyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StudyKind::Tour => "tour",
+            StudyKind::Models => "models",
+            StudyKind::Smt => "smt",
+            StudyKind::Cores => "cores",
+            StudyKind::Pinning => "pinning",
+            StudyKind::Oversub => "oversub",
+            StudyKind::Alloc => "alloc",
+        }
+    }
+
+    /// The question, for titles.
+    pub fn question(self) -> &'static str {
+        match self {
+            StudyKind::Tour => {
+                "a tour: threads or processes, and how many, for the default workloads"
+            }
+            StudyKind::Models => "one process with N threads, or N processes?",
+            StudyKind::Smt => "how much does each SMT sibling of a core add?",
+            StudyKind::Cores => "how does throughput scale with one worker per core?",
+            StudyKind::Pinning => "N threads on one core's SMT siblings, or on N cores?",
+            StudyKind::Oversub => "what do more software threads than PUs cost?",
+            StudyKind::Alloc => "which memory allocator, for threads and for processes?",
+        }
+    }
+}
+
+impl fmt::Display for StudyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("study `{0}`: no such study; studies are: models, smt, cores, pinning, oversub, alloc (or no name for the tour)")]
+pub struct UnknownStudy(pub String);
+
+impl FromStr for StudyKind {
+    type Err = UnknownStudy;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.trim() {
+            "tour" => StudyKind::Tour,
+            "models" => StudyKind::Models,
+            "smt" => StudyKind::Smt,
+            "cores" => StudyKind::Cores,
+            "pinning" => StudyKind::Pinning,
+            "oversub" => StudyKind::Oversub,
+            "alloc" => StudyKind::Alloc,
+            other => return Err(UnknownStudy(other.to_string())),
+        })
+    }
+}
+
+/// What makes a run a study, stored in its [`RunSpec`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StudyMeta {
+    pub kind: StudyKind,
+    /// What this machine cannot show for this study, one sentence each.
+    pub limits: Vec<String>,
+    /// Plan decisions worth telling (e.g. a placement measured once because
+    /// another picks the same CPUs).
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,44 @@
+//! Fixtures for the workloads' unit tests: one process, a private task
+//! queue, workers numbered like threads.
+
+use smtlab_types::Mode;
+
+use crate::params::{resolve_params, ParamError, Params};
+use crate::task_queue::TaskQueue;
+use crate::{ProcessContext, WorkerSlot, WorkloadInfo};
+
+/// A single process running `threads` workers in `mode`.
+pub fn ctx_mode(threads: usize, mode: Mode) -> ProcessContext {
+    ProcessContext {
+        rank: 0,
+        processes: 1,
+        threads,
+        workers: threads,
+        mode,
+        queue: TaskQueue::local(),
+    }
+}
+
+/// [`ctx_mode`] in fixed-time mode (1 s).
+pub fn ctx(threads: usize) -> ProcessContext {
+    ctx_mode(threads, Mode::FixedTime { seconds: 1.0 })
+}
+
+/// Worker `worker` of `workers`, which is also its thread index.
+pub fn slot(worker: usize, workers: usize) -> WorkerSlot {
+    WorkerSlot {
+        worker,
+        workers,
+        thread: worker,
+        quota: None,
+    }
+}
+
+/// `kv` with the workload's defaults filled in.
+pub fn params(info: &WorkloadInfo, kv: &[(&str, &str)]) -> Result<Params, ParamError> {
+    let given = kv
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    resolve_params(info, &given)
+}

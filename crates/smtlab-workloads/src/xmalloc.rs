@@ -1,0 +1,327 @@
+//! `xmalloc`: producer/consumer allocation (after Lever and Boreham's
+//! xmalloc-test), written from its public description.
+//!
+//! Within a process, worker *i* allocates batches of `batch` blocks
+//! (`min_size..=max_size`, uniform; the first `touch` bytes written,
+//! default 128 as in the original) and passes each
+//! batch to worker *(i+1) mod threads* through that worker's bounded inbox
+//! (a mutex-guarded queue of at most `depth` batches); each worker first
+//! frees whatever batches arrived in its inbox. Every block is therefore
+//! freed by a thread other than the one that allocated it — the pattern
+//! that makes per-thread caches send memory back and forth.
+//!
+//! A full inbox does not make the producer wait (a step must stay short):
+//! it frees its own batch instead. A process with a single thread (the
+//! process model) always frees its own batches: no cross-thread frees.
+//!
+//! One operation is one block allocated and (by someone) freed. Verified by
+//! conservation of tags ([`super::alloc_common`]): blocks freed by any
+//! thread and left in inboxes add up to those allocated, patterns intact.
+
+use std::sync::{Arc, Mutex};
+
+use crate::{
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
+    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+};
+use smtlab_types::Mode;
+
+use super::alloc_common::{
+    param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
+};
+use crate::params::param_corrupt;
+
+pub struct Xmalloc;
+
+impl Workload for Xmalloc {
+    fn info(&self) -> WorkloadInfo {
+        WorkloadInfo {
+            name: "xmalloc",
+            summary: "producer/consumer: each thread allocates batches that the next thread \
+                      of its process frees (cross-thread frees)",
+            params: vec![
+                ParamSpec {
+                    name: "batch",
+                    default: "100",
+                    help: "blocks per batch passed to the next thread",
+                },
+                ParamSpec {
+                    name: "depth",
+                    default: "16",
+                    help: "batches an inbox holds; a producer finding it full frees its \
+                           batch itself",
+                },
+                ParamSpec {
+                    name: "min_size",
+                    default: "16",
+                    help: "smallest block, bytes (at least 8)",
+                },
+                ParamSpec {
+                    name: "max_size",
+                    default: "256",
+                    help: "largest block, bytes (sizes are uniform in between)",
+                },
+                ParamSpec {
+                    name: "seed",
+                    default: "1",
+                    help: "seed of the sizes (mixed with the worker number)",
+                },
+                ParamSpec {
+                    name: "touch",
+                    default: "128",
+                    help: "bytes written at the start of each block (at least 8, its tag; \
+                           max_size or more: every byte)",
+                },
+                ParamSpec {
+                    name: "corrupt",
+                    default: "0",
+                    help: "test-only: 1 scribbles on a block, to check that wrong results fail",
+                },
+            ],
+            operation: "one malloc of 16-256 B (default sizes) with its first 128 bytes \
+                        (default touch) written, freed \
+                        by the next thread of the process (by itself with one thread or a \
+                        full inbox)",
+            verification: "every block freed by any thread or left in an inbox is read back: \
+                           tag and pattern intact, allocations = frees + live as counts and \
+                           tag sums per process, reported ops = counted",
+            default_mode: Mode::FixedTime { seconds: 1.0 },
+            fixed_time: true,
+            work_split: WorkSplit::Quota,
+            time_metric: TimeMetric::Throughput {
+                name: "throughput",
+                unit: "ops/s",
+                scale: 1.0,
+            },
+        }
+    }
+
+    fn setup(
+        &self,
+        params: &Params,
+        ctx: &ProcessContext,
+    ) -> anyhow::Result<Box<dyn ProcessState>> {
+        Ok(Box::new(XmallocProcess {
+            settings: Settings::parse(params)?,
+            threads: ctx.threads,
+            shared: Arc::new(Shared {
+                ledger: Ledger::new("xmalloc"),
+                inboxes: (0..ctx.threads).map(|_| Mutex::new(Vec::new())).collect(),
+            }),
+        }))
+    }
+
+    fn check(&self, params: &Params) -> anyhow::Result<()> {
+        Settings::parse(params).map(drop)
+    }
+}
+
+/// The parameters, range-checked (shared by `setup` and `check`).
+struct Settings {
+    batch: u64,
+    depth: usize,
+    sizes: Sizes,
+    touch: usize,
+    seed: u64,
+    corrupt: bool,
+}
+
+impl Settings {
+    fn parse(params: &Params) -> anyhow::Result<Settings> {
+        Ok(Settings {
+            batch: param_count(params, "batch", 1 << 20)?,
+            depth: param_count(params, "depth", 1 << 16)? as usize,
+            sizes: Sizes::from_params(params)?,
+            touch: param_touch(params)?,
+            seed: param_u64(params, "seed")?,
+            corrupt: param_corrupt(params)?,
+        })
+    }
+}
+
+struct XmallocProcess {
+    settings: Settings,
+    threads: usize,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    ledger: Ledger,
+    /// `inboxes[t]`: batches waiting for thread `t` to free them.
+    inboxes: Vec<Mutex<Vec<Vec<Block>>>>,
+}
+
+impl ProcessState for XmallocProcess {
+    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+        Ok(Box::new(XmallocWorker {
+            thread: slot.thread,
+            next: (self.threads > 1).then_some((slot.thread + 1) % self.threads),
+            batch: self.settings.batch,
+            depth: self.settings.depth,
+            sizes: self.settings.sizes,
+            touch: self.settings.touch,
+            rng: Rng::new(worker_seed(self.settings.seed, slot.worker)),
+            tally: Tally::default(),
+            ops: 0,
+            worker: slot.worker,
+            corrupt: self.settings.corrupt,
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+        let mut left = Tally::default();
+        for inbox in &self.shared.inboxes {
+            for b in inbox.lock().expect("not poisoned").iter().flatten() {
+                left.keep(b);
+            }
+        }
+        self.shared.ledger.verify(results, &left)
+    }
+}
+
+struct XmallocWorker {
+    thread: usize,
+    /// The consumer of this thread's batches; `None` with one thread.
+    next: Option<usize>,
+    batch: u64,
+    depth: usize,
+    sizes: Sizes,
+    touch: usize,
+    rng: Rng,
+    tally: Tally,
+    ops: u64,
+    worker: usize,
+    corrupt: bool,
+    shared: Arc<Shared>,
+}
+
+impl XmallocWorker {
+    fn free_all(&mut self, batches: Vec<Vec<Block>>) {
+        for b in batches.into_iter().flatten() {
+            self.tally.free(b);
+        }
+    }
+}
+
+impl WorkerState for XmallocWorker {
+    fn step(&mut self, max_ops: u64) -> u64 {
+        let mut done = 0;
+        while done < max_ops {
+            // Consume: take the whole inbox at once, free outside the lock.
+            let arrived = std::mem::take(
+                &mut *self.shared.inboxes[self.thread]
+                    .lock()
+                    .expect("not poisoned"),
+            );
+            self.free_all(arrived);
+            // Produce: a batch (cut short to stay within max_ops).
+            let n = self.batch.min(max_ops - done);
+            let mut batch = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let size = self.sizes.draw(&mut self.rng);
+                batch.push(self.tally.alloc_touching(
+                    size,
+                    tag_of(self.worker, self.ops),
+                    self.touch,
+                ));
+                self.ops += 1;
+            }
+            done += n;
+            let rejected = match self.next {
+                Some(t) => {
+                    let mut inbox = self.shared.inboxes[t].lock().expect("not poisoned");
+                    if inbox.len() < self.depth {
+                        inbox.push(batch);
+                        None
+                    } else {
+                        Some(batch)
+                    }
+                }
+                None => Some(batch),
+            };
+            if let Some(own) = rejected {
+                self.free_all(vec![own]);
+            }
+        }
+        max_ops
+    }
+
+    fn finish(&mut self) -> WorkerResult {
+        if self.corrupt {
+            // Left in this thread's inbox, where verify reads it.
+            let b = self.tally.corrupt();
+            self.shared.inboxes[self.thread]
+                .lock()
+                .expect("not poisoned")
+                .push(vec![b]);
+        }
+        self.shared
+            .ledger
+            .publish(self.worker, self.tally, self.ops);
+        Ledger::result(&self.tally, self.ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{self, ctx, slot};
+
+    fn params(kv: &[(&str, &str)]) -> Params {
+        testing::params(&Xmalloc.info(), kv).unwrap()
+    }
+
+    fn run(p: &dyn ProcessState, threads: usize, steps: &[u64]) -> Vec<(WorkerSlot, WorkerResult)> {
+        let slots: Vec<_> = (0..threads).map(|t| slot(t, threads)).collect();
+        let mut ws: Vec<_> = slots.iter().map(|&s| p.worker(s).unwrap()).collect();
+        for &n in steps {
+            for w in &mut ws {
+                assert_eq!(w.step(n), n);
+            }
+        }
+        slots
+            .iter()
+            .zip(&mut ws)
+            .map(|(&s, w)| (s, w.finish()))
+            .collect()
+    }
+
+    #[test]
+    fn xmalloc_batches_cross_threads_and_verify() {
+        // A small depth: some batches are refused and freed by their producer.
+        let p = Xmalloc
+            .setup(&params(&[("batch", "7"), ("depth", "2")]), &ctx(2))
+            .unwrap();
+        let results = run(&*p, 2, &[1, 30, 5, 100, 3]);
+        assert_eq!(results[0].1.ops, 139);
+        assert_eq!(p.verify(&results), Ok(()));
+
+        let p = Xmalloc.setup(&params(&[("batch", "7")]), &ctx(1)).unwrap();
+        let results = run(&*p, 1, &[10, 20]);
+        assert_eq!(p.verify(&results), Ok(()));
+
+        let p = Xmalloc
+            .setup(&params(&[("corrupt", "1")]), &ctx(2))
+            .unwrap();
+        let results = run(&*p, 2, &[50]);
+        assert!(p.verify(&results).unwrap_err().contains("pattern"));
+    }
+
+    #[test]
+    fn xmalloc_bad_params_name_the_parameter() {
+        for (k, v) in [
+            ("batch", "0"),
+            ("depth", "0"),
+            ("min_size", "2"),
+            ("touch", "0"),
+            ("corrupt", "3"),
+        ] {
+            let e = Xmalloc
+                .setup(&params(&[(k, v)]), &ctx(1))
+                .err()
+                .unwrap_or_else(|| panic!("{k}={v} accepted"));
+            assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");
+        }
+    }
+}
