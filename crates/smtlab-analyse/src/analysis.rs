@@ -66,14 +66,14 @@ pub mod verdict;
 
 use serde::Serialize;
 
-use crate::summary::PointReport;
+use crate::summary::PointSummary;
 use smtlab_topology::Topology;
 use smtlab_types::Metric;
 
 /// One point's results, as the analysis needs them.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointData {
-    pub report: PointReport,
+    pub report: PointSummary,
     /// Primary-metric values of the successful measured samples (warm-ups
     /// and failed samples excluded), in sample order.
     pub values: Vec<f64>,

@@ -28,7 +28,7 @@ pub struct CounterSummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PointReport {
+pub struct PointSummary {
     pub point_id: i64,
     pub point: Point,
     /// Successful measured samples: the statistics' `n`.
@@ -97,15 +97,15 @@ fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// Summaries of every point of `run_id`, in plan order.
-pub fn point_reports(
+pub fn point_summaries(
     store: &Store,
     run_id: i64,
     seed: u64,
-) -> Result<Vec<PointReport>, StoreError> {
+) -> Result<Vec<PointSummary>, StoreError> {
     let mut out = Vec::new();
     for (point_id, point) in store.points(run_id)? {
         let samples = store.samples(point_id)?;
-        out.push(report(point_id, point, &samples, seed));
+        out.push(summarize_point(point_id, point, &samples, seed));
     }
     Ok(out)
 }
@@ -133,7 +133,7 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
             .filter_map(|s| s.metric)
             .collect();
         data.points.push(crate::analysis::PointData {
-            report: report(point_id, point.clone(), &samples, seed),
+            report: summarize_point(point_id, point.clone(), &samples, seed),
             values,
         });
         data.samples.push((point, samples));
@@ -142,7 +142,7 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
 }
 
 /// The summary of one point from its samples.
-pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> PointReport {
+pub fn summarize_point(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> PointSummary {
     let measured: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();
     let ok: Vec<&Sample> = measured
         .iter()
@@ -223,7 +223,7 @@ pub fn report(point_id: i64, point: Point, samples: &[Sample], seed: u64) -> Poi
             reason: c.reason.clone(),
         })
         .collect();
-    PointReport {
+    PointSummary {
         point_id,
         derived: derived(&medians),
         samples: ok.len(),
@@ -331,7 +331,7 @@ mod tests {
             ),
         ];
         let p = point();
-        let r = report(1, p.clone(), &samples, 1);
+        let r = summarize_point(1, p.clone(), &samples, 1);
         let want: BTreeMap<String, f64> = [
             ("live_objects", 200.0),
             ("foreign_objects", 60.0),
@@ -350,13 +350,13 @@ mod tests {
 
         // No extras (most workloads), or no live objects: no share.
         let plain = [sample(1, SampleStatus::Ok, &[])];
-        assert!(report(1, p.clone(), &plain, 1).extras.is_empty());
+        assert!(summarize_point(1, p.clone(), &plain, 1).extras.is_empty());
         let empty = [sample(
             1,
             SampleStatus::Ok,
             &[("live_objects", 0.0), ("foreign_objects", 0.0)],
         )];
-        let r = report(1, p, &empty, 1);
+        let r = summarize_point(1, p, &empty, 1);
         assert!(!r.extras.contains_key("foreign_share"));
         assert_eq!(r.extras["live_objects"], 0.0);
     }

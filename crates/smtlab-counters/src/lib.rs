@@ -11,9 +11,14 @@
 //!   background sampler for the peak of processes that exit.
 //!
 //! Everything degrades instead of failing: what cannot be measured here is
-//! recorded with its reason (see [`smtlab_types::sample::CounterStatus`]) or left
-//! `None`, never reported as zero. Called by the execute engine and by
-//! `doctor`; calls nothing in smtlab but [`crate::sample`].
+//! recorded with its reason (see [`smtlab_types::CounterStatus`]) or left
+//! `None`, never reported as zero.
+//!
+//! Below execute in the pipeline, although DESIGN.md lists counters under
+//! "measure": the workers open and read their counters on their own
+//! threads, inside the window, so the code that runs a sample needs them.
+//! Called by `smtlab-execute` (workers and user commands) and by
+//! `smtlab-doctor`; calls nothing in smtlab but the record types.
 
 pub mod memory;
 pub mod perf_counters;

@@ -368,13 +368,13 @@ pub struct Check {
 
 /// The doctor's answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
+pub struct Diagnosis {
     pub checks: Vec<Check>,
     pub can_measure: Vec<String>,
     pub cannot_measure: Vec<String>,
 }
 
-impl Report {
+impl Diagnosis {
     pub fn check(&self, name: &str) -> Option<&Check> {
         self.checks.iter().find(|c| c.name == name)
     }
@@ -401,7 +401,7 @@ pub const CHECK_NAMES: [&str; 16] = [
 ];
 
 /// Look at this machine and judge it.
-pub fn run() -> Report {
+pub fn run() -> Diagnosis {
     diagnose(&Facts::gather())
 }
 
@@ -871,7 +871,7 @@ fn check_open_files(f: &Facts) -> Check {
 }
 
 /// Judge the facts (pure).
-pub fn diagnose(f: &Facts) -> Report {
+pub fn diagnose(f: &Facts) -> Diagnosis {
     let mut can = vec![
         "wall time, operations/s, user and system CPU time, context switches, page faults and \
          peak RSS (rusage)"
@@ -976,7 +976,7 @@ pub fn diagnose(f: &Facts) -> Report {
             }
         }
     }
-    Report {
+    Diagnosis {
         checks,
         can_measure: can,
         cannot_measure: cannot,
@@ -1052,7 +1052,7 @@ mod tests {
         }
     }
 
-    fn status(r: &Report, name: &str) -> CheckStatus {
+    fn status(r: &Diagnosis, name: &str) -> CheckStatus {
         r.check(name)
             .unwrap_or_else(|| panic!("no check {name}"))
             .status

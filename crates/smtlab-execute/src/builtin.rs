@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::protocol::{WorkerMsg, WorkerReport, WorkerSpec};
+use super::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
 use super::{assemble_sample, Outcome, SampleContext};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
@@ -25,7 +25,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often a wait checks for Ctrl-C.
 const POLL: Duration = Duration::from_millis(50);
 
-enum Event {
+enum FromWorker {
     Msg(usize, WorkerMsg),
     Garbage(usize, String),
     Eof(usize),
@@ -52,7 +52,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     };
     let (procs, threads) = point.model.shape(point.workers);
     let started_at = unix_now();
-    let (tx, rx) = mpsc::channel::<Event>();
+    let (tx, rx) = mpsc::channel::<FromWorker>();
     let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
     let mut failure: Option<(SampleStatus, String)> = None;
 
@@ -112,15 +112,15 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         .collect();
     drop(tx);
 
-    let mut reports: Vec<Option<WorkerReport>> = vec![None; procs];
+    let mut reports: Vec<Option<ProcessMeasurement>> = vec![None; procs];
     if failure.is_none() {
         // Phase 1: every worker set up and ready.
         let mut ready = 0;
         let until = Instant::now() + ctx.timeout.map_or(SETUP_TIMEOUT, |t| t.max(SETUP_TIMEOUT));
         while ready < workers.len() && failure.is_none() {
             match wait_event(&rx, until, ctx) {
-                Waited::Event(Event::Msg(_, WorkerMsg::Ready { .. })) => ready += 1,
-                Waited::Event(e) => failure = Some(event_failure(e, &workers)),
+                Waited::FromWorker(FromWorker::Msg(_, WorkerMsg::Ready { .. })) => ready += 1,
+                Waited::FromWorker(e) => failure = Some(event_failure(e, &workers)),
                 Waited::Timeout => {
                     failure = Some((
                         SampleStatus::Timeout,
@@ -153,13 +153,13 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         let mut done = 0;
         while done < workers.len() && failure.is_none() {
             match wait_event(&rx, until, ctx) {
-                Waited::Event(Event::Msg(rank, WorkerMsg::Done(r))) => {
+                Waited::FromWorker(FromWorker::Msg(rank, WorkerMsg::Done(r))) => {
                     reports[rank] = Some(*r);
                     done += 1;
                 }
                 // A worker that reported closes its pipe as it exits.
-                Waited::Event(Event::Eof(rank)) if reports[rank].is_some() => {}
-                Waited::Event(e) => failure = Some(event_failure(e, &workers)),
+                Waited::FromWorker(FromWorker::Eof(rank)) if reports[rank].is_some() => {}
+                Waited::FromWorker(e) => failure = Some(event_failure(e, &workers)),
                 Waited::Timeout => {
                     let t = ctx
                         .timeout
@@ -200,19 +200,19 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
         }
     }
-    let reports: Vec<WorkerReport> = reports.into_iter().flatten().collect();
+    let reports: Vec<ProcessMeasurement> = reports.into_iter().flatten().collect();
     Outcome::Measured(Box::new(assemble_sample(
         point, seq, warmup, started_at, failure, &reports,
     )))
 }
 
 enum Waited {
-    Event(Event),
+    FromWorker(FromWorker),
     Timeout,
     Interrupted,
 }
 
-fn wait_event(rx: &mpsc::Receiver<Event>, until: Instant, ctx: &SampleContext) -> Waited {
+fn wait_event(rx: &mpsc::Receiver<FromWorker>, until: Instant, ctx: &SampleContext) -> Waited {
     loop {
         if ctx.stop.load(Ordering::SeqCst) {
             return Waited::Interrupted;
@@ -222,29 +222,31 @@ fn wait_event(rx: &mpsc::Receiver<Event>, until: Instant, ctx: &SampleContext) -
             return Waited::Timeout;
         }
         match rx.recv_timeout(POLL.min(until - now)) {
-            Ok(e) => return Waited::Event(e),
+            Ok(e) => return Waited::FromWorker(e),
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             // Every reader thread ended without a message we were waiting
             // for: treat as the end of the first worker.
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Waited::Event(Event::Eof(0)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Waited::FromWorker(FromWorker::Eof(0))
+            }
         }
     }
 }
 
-fn event_failure(e: Event, workers: &[Worker]) -> (SampleStatus, String) {
+fn event_failure(e: FromWorker, workers: &[Worker]) -> (SampleStatus, String) {
     match e {
-        Event::Msg(rank, WorkerMsg::Error { reason }) => {
+        FromWorker::Msg(rank, WorkerMsg::Error { reason }) => {
             (SampleStatus::Failed, format!("worker {rank}: {reason}"))
         }
-        Event::Msg(rank, other) => (
+        FromWorker::Msg(rank, other) => (
             SampleStatus::Failed,
             format!("worker {rank}: unexpected message {other:?}"),
         ),
-        Event::Garbage(rank, line) => (
+        FromWorker::Garbage(rank, line) => (
             SampleStatus::Failed,
             format!("worker {rank}: unreadable message `{line}`"),
         ),
-        Event::Eof(rank) => (
+        FromWorker::Eof(rank) => (
             SampleStatus::Failed,
             format!(
                 "worker {rank} (pid {}) ended without reporting{}",
@@ -303,21 +305,21 @@ fn start_readers(
     rank: usize,
     stdout: Box<dyn Read + Send>,
     stderr: Box<dyn Read + Send>,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<FromWorker>,
 ) -> mpsc::Receiver<String> {
     let tx = tx.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             let ev = match serde_json::from_str::<WorkerMsg>(&line) {
-                Ok(m) => Event::Msg(rank, m),
-                Err(_) => Event::Garbage(rank, line),
+                Ok(m) => FromWorker::Msg(rank, m),
+                Err(_) => FromWorker::Garbage(rank, line),
             };
             if tx.send(ev).is_err() {
                 return;
             }
         }
-        let _ = tx.send(Event::Eof(rank));
+        let _ = tx.send(FromWorker::Eof(rank));
     });
     let (etx, erx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -28,7 +28,7 @@ use smtlab_counters::rusage::sum_usage;
 use smtlab_types::{CounterScope, Sample, SampleStatus, WorkerSample};
 use smtlab_types::{Mode, Point, Program};
 
-use protocol::WorkerReport;
+use protocol::ProcessMeasurement;
 
 /// What every sample of a run shares.
 pub struct SampleContext<'a> {
@@ -88,7 +88,7 @@ pub(crate) fn assemble_sample(
     warmup: bool,
     started_at: f64,
     failure: Option<(SampleStatus, String)>,
-    reports: &[WorkerReport],
+    reports: &[ProcessMeasurement],
 ) -> Sample {
     let (_, threads_per_proc) = point.model.shape(point.workers);
     let mut workers = Vec::new();
@@ -174,7 +174,7 @@ pub(crate) fn assemble_sample(
 
 /// The workers' extra observations summed over processes: they are
 /// additive counts (objects, frames), so the sample's value is the total.
-fn sum_extras(reports: &[WorkerReport]) -> BTreeMap<String, f64> {
+fn sum_extras(reports: &[ProcessMeasurement]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for r in reports {
         // A non-finite count would not survive JSON (NaN is `null`): a

@@ -35,7 +35,7 @@
 //!   main thread; pinned -1: not pinned to one CPU), and
 //!   `E pid tid index pinned last comm` when it ends or, for threads still
 //!   alive, at `exit()`. `last` is field 39 (`processor`) of
-//!   `/proc/self/task/<tid>/stat`, -1 if unreadable. See [`parse_report`].
+//!   `/proc/self/task/<tid>/stat`, -1 if unreadable. See [`parse_thread_log`].
 //!
 //! Children inherit `LD_PRELOAD` and these variables, as with likwid-pin:
 //! every `exec`'d child pins its own main thread to `cpus[0]` and counts its
@@ -296,7 +296,7 @@ pub struct PinRequest {
 
 /// One line of the library's report file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReportLine {
+pub enum ThreadLogLine {
     Start {
         pid: i32,
         tid: i32,
@@ -320,13 +320,13 @@ fn opt_cpu(s: &str) -> Option<Option<u32>> {
 
 /// Parse the report file; malformed lines (e.g. cut short by a crash) are
 /// skipped.
-pub fn parse_report(text: &str) -> Vec<ReportLine> {
+pub fn parse_thread_log(text: &str) -> Vec<ThreadLogLine> {
     let mut out = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.splitn(7, '\t').collect();
         let parsed = match f.as_slice() {
             ["S", pid, tid, index, pinned] => (|| {
-                Some(ReportLine::Start {
+                Some(ThreadLogLine::Start {
                     pid: pid.parse().ok()?,
                     tid: tid.parse().ok()?,
                     index: index.parse().ok()?,
@@ -334,7 +334,7 @@ pub fn parse_report(text: &str) -> Vec<ReportLine> {
                 })
             })(),
             ["E", pid, tid, index, pinned, last, comm] => (|| {
-                Some(ReportLine::End {
+                Some(ThreadLogLine::End {
                     pid: pid.parse().ok()?,
                     tid: tid.parse().ok()?,
                     index: index.parse().ok()?,
@@ -398,9 +398,9 @@ pub fn task_stats(pid: i32) -> Vec<TaskStat> {
 }
 
 /// A report file for one run, in a private directory; removed on drop.
-struct ReportFile(PathBuf);
+struct ThreadLogFile(PathBuf);
 
-impl ReportFile {
+impl ThreadLogFile {
     fn create(dir: &Path) -> anyhow::Result<Self> {
         let path = dir.join(format!("smtlab-pin-report-{}.txt", unique_suffix()));
         OpenOptions::new()
@@ -409,11 +409,11 @@ impl ReportFile {
             .mode(0o600)
             .open(&path)
             .with_context(|| format!("creating {}", path.display()))?;
-        Ok(ReportFile(path))
+        Ok(ThreadLogFile(path))
     }
 }
 
-impl Drop for ReportFile {
+impl Drop for ThreadLogFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.0);
     }
@@ -514,7 +514,7 @@ pub fn run(req: &PinRequest) -> Result<PinOutcome, PinError> {
     let set: CpuSet = req.cpus.iter().copied().collect();
     let lib = preload_library()?;
     let dir = lib.parent().expect("library path has a directory");
-    let report = ReportFile::create(dir)?;
+    let report = ThreadLogFile::create(dir)?;
 
     let mut cmd = Command::new(program);
     cmd.args(&req.command[1..]);
@@ -586,7 +586,7 @@ pub fn run(req: &PinRequest) -> Result<PinOutcome, PinError> {
     drop(forwarding);
 
     let text = fs::read_to_string(&report.0).unwrap_or_default();
-    let lines = parse_report(&text);
+    let lines = parse_thread_log(&text);
     let (exit_code, signal) = match (status.code(), status.signal()) {
         (Some(c), _) => (c, None),
         (None, Some(s)) => (128 + s, Some(s)),
@@ -615,7 +615,7 @@ fn assemble(
     pid: i32,
     exit_code: i32,
     signal: Option<i32>,
-    lines: &[ReportLine],
+    lines: &[ThreadLogLine],
     sampled: &HashMap<i32, TaskStat>,
     after_exit: &[TaskStat],
 ) -> PinOutcome {
@@ -644,7 +644,7 @@ fn assemble(
     };
     for l in lines {
         match l {
-            ReportLine::Start {
+            ThreadLogLine::Start {
                 pid: p,
                 tid,
                 index,
@@ -654,7 +654,7 @@ fn assemble(
                 rows[i].index = Some(*index);
                 rows[i].pinned = *pinned;
             }
-            ReportLine::End {
+            ThreadLogLine::End {
                 pid: p,
                 tid,
                 index,
@@ -993,11 +993,11 @@ mod tests {
     #[test]
     fn parses_report_lines() {
         let text = "S\t10\t10\t-1\t0\nS\t10\t11\t0\t-1\nE\t10\t11\t0\t-1\t1\tmy worker (x)\nE\t10\t10\t-1\t0\t0\tprog\nE\t10\tbroken\n";
-        let l = parse_report(text);
+        let l = parse_thread_log(text);
         assert_eq!(l.len(), 4);
         assert_eq!(
             l[1],
-            ReportLine::Start {
+            ThreadLogLine::Start {
                 pid: 10,
                 tid: 11,
                 index: 0,
@@ -1006,7 +1006,7 @@ mod tests {
         );
         assert_eq!(
             l[2],
-            ReportLine::End {
+            ThreadLogLine::End {
                 pid: 10,
                 tid: 11,
                 index: 0,
@@ -1042,7 +1042,7 @@ mod tests {
 
     #[test]
     fn assembles_rows_and_flags_mismatches() {
-        let lines = parse_report(
+        let lines = parse_thread_log(
             "S\t10\t10\t-1\t0\nS\t10\t11\t0\t1\nS\t10\t12\t1\t-1\nE\t10\t11\t0\t1\t0\tw\nE\t10\t12\t1\t-1\t1\tw\n",
         );
         let after = vec![TaskStat {

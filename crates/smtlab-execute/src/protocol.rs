@@ -45,7 +45,7 @@ impl WorkerSpec {
 
 /// One worker thread's results.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThreadReport {
+pub struct ThreadMeasurement {
     pub thread: usize,
     pub tid: u32,
     pub cpu: Option<u32>,
@@ -58,9 +58,9 @@ pub struct ThreadReport {
 
 /// One worker process's results.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkerReport {
+pub struct ProcessMeasurement {
     pub pid: u32,
-    pub threads: Vec<ThreadReport>,
+    pub threads: Vec<ThreadMeasurement>,
     /// Resource usage over the measured window (CPU time, context switches,
     /// faults) plus peak RSS and, at the end of the window, PSS and
     /// AnonHugePages.
@@ -78,6 +78,6 @@ pub struct WorkerReport {
 #[serde(rename_all = "snake_case")]
 pub enum WorkerMsg {
     Ready { pid: u32 },
-    Done(Box<WorkerReport>),
+    Done(Box<ProcessMeasurement>),
     Error { reason: String },
 }

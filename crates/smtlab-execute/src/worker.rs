@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 
-use super::protocol::{ThreadReport, WorkerMsg, WorkerReport, WorkerSpec};
+use super::protocol::{ProcessMeasurement, ThreadMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_counters::memory;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::{self, Who};
@@ -204,7 +204,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
     drop(state);
     send(
         output,
-        &WorkerMsg::Done(Box::new(WorkerReport {
+        &WorkerMsg::Done(Box::new(ProcessMeasurement {
             pid: std::process::id(),
             threads,
             usage,
@@ -231,7 +231,7 @@ fn worker_thread(
     ready: &Barrier,
     go: &Barrier,
     shared: &Shared,
-) -> anyhow::Result<(ThreadReport, WorkerSlot, WorkerResult)> {
+) -> anyhow::Result<(ThreadMeasurement, WorkerSlot, WorkerResult)> {
     let setup = (|| -> anyhow::Result<(Box<dyn WorkerState>, Option<ThreadCounters>)> {
         if let Some(c) = cpu {
             sys::set_affinity(0, &CpuSet::from_iter([c]))
@@ -293,7 +293,7 @@ fn worker_thread(
     };
     let result = ws.finish();
     let tid = nix::unistd::gettid().as_raw() as u32;
-    let report = ThreadReport {
+    let report = ThreadMeasurement {
         thread: t,
         tid,
         cpu,

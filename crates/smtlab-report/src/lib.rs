@@ -36,7 +36,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::Serialize;
 
 use smtlab_analyse::analysis::{Analysis, PointData, SmtAdvice};
-use smtlab_analyse::summary::PointReport;
+use smtlab_analyse::summary::PointSummary;
 use smtlab_types::Sample;
 use smtlab_types::{Mode, Point, Program};
 use smtlab_types::{RunRecord, Table};
@@ -255,7 +255,7 @@ fn program_spec(p: &Program) -> String {
     }
 }
 
-fn cpus_text(p: &Point) -> String {
+fn cpus_spaced(p: &Point) -> String {
     match &p.cpus {
         Some(c) => c
             .iter()
@@ -354,7 +354,7 @@ fn point_rows(points: &[PointData]) -> Vec<PointRow> {
     points
         .iter()
         .map(|p| {
-            let r: &PointReport = &p.report;
+            let r: &PointSummary = &p.report;
             let pt = &r.point;
             PointRow {
                 index: pt.index,
@@ -364,7 +364,7 @@ fn point_rows(points: &[PointData]) -> Vec<PointRow> {
                 placement: pt.placement.clone(),
                 workers: pt.workers,
                 cpus: match &pt.cpus {
-                    Some(_) => cpus_text(pt),
+                    Some(_) => cpus_spaced(pt),
                     None => "unpinned".into(),
                 },
                 metric: metric_text(pt),
@@ -498,7 +498,7 @@ fn write_csv(input: &ReportInput, path: &Path) -> Result<(), ReportError> {
                 point.workers.to_string(),
                 procs.to_string(),
                 threads.to_string(),
-                cpus_text(point),
+                cpus_spaced(point),
                 mode.clone(),
                 s.seq.to_string(),
                 s.warmup.to_string(),
@@ -559,7 +559,7 @@ struct ResultsJson<'a> {
     verdicts: &'a [String],
     limits: &'a [String],
     tables: &'a [Table],
-    points: Vec<&'a PointReport>,
+    points: Vec<&'a PointSummary>,
     analysis: &'a Analysis,
     charts: Vec<ChartJson<'a>>,
     notes: &'a [String],

@@ -183,7 +183,8 @@ pub(crate) fn fixture() -> Fixture {
                     s.push(sample(seq, false, SampleStatus::Ok, Some(v), hw));
                 }
                 s.push(sample(6, false, SampleStatus::Failed, None, hw));
-                let report = smtlab_analyse::summary::report(idx as i64 + 1, p.clone(), &s, 7);
+                let report =
+                    smtlab_analyse::summary::summarize_point(idx as i64 + 1, p.clone(), &s, 7);
                 let values = s
                     .iter()
                     .filter(|x| !x.warmup && x.status == SampleStatus::Ok)
@@ -614,7 +615,8 @@ fn crowded() -> Fixture {
                         )
                     })
                     .collect();
-                let report = smtlab_analyse::summary::report(idx as i64 + 1, p.clone(), &s, 7);
+                let report =
+                    smtlab_analyse::summary::summarize_point(idx as i64 + 1, p.clone(), &s, 7);
                 points.push(PointData {
                     report,
                     values: vec![],

@@ -109,7 +109,8 @@ fn data() -> Data {
             };
             let base = 1000.0 * n as f64;
             let s: Vec<Sample> = (0..6).map(|q| sample(q, base + q as f64 * 7.0)).collect();
-            let report = smtlab_analyse::summary::report(index as i64 + 1, point.clone(), &s, 1);
+            let report =
+                smtlab_analyse::summary::summarize_point(index as i64 + 1, point.clone(), &s, 1);
             let values = s.iter().skip(1).filter_map(|x| x.metric).collect();
             spts.push(ScalingPoint {
                 workers: n,

@@ -383,11 +383,11 @@ pub fn findings(
 }
 
 fn value_text(v: f64, unit: &str) -> String {
-    smtlab_analyse::units::format_value(v, unit)
+    smtlab_analyse::units::table_value(v, unit)
 }
 
 fn three_digits(v: f64) -> String {
-    smtlab_analyse::units::format_value(v, "")
+    smtlab_analyse::units::table_value(v, "")
 }
 
 /// The pinning table: program / runtime on one core / runtime across cores /
@@ -501,7 +501,7 @@ fn oversub(points: &[PointData], sh: Shape, seed: u64, f: &mut Findings) {
             format!("{:.2}", r.point.workers as f64 / sh.pus.max(1) as f64),
             value_text(s.median, &r.point.metric.unit),
             match (r.user_s, r.sys_s) {
-                (Some(u), Some(sy)) => smtlab_analyse::units::format_value(u + sy, "s"),
+                (Some(u), Some(sy)) => smtlab_analyse::units::table_value(u + sy, "s"),
                 _ => "-".into(),
             },
             cs(r.voluntary_cs),

@@ -28,7 +28,7 @@ pub fn set_affinity(tid: i32, cpus: &CpuSet) -> io::Result<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Starting and supervising a child program (`smtlab pin`, later the engine).
+// Starting and supervising a child program (`smtlab pin`, and the user commands of `smtlab run`).
 // ---------------------------------------------------------------------------
 
 use std::os::unix::process::CommandExt;

@@ -15,7 +15,7 @@
 //!
 //! One operation is one allocation (about `100 - keep` percent of them are
 //! freed in their own generation, the rest in the next). A step runs one
-//! whole generation, more operations than the engine's first small chunks
+//! whole generation, more operations than the worker loop's first small chunks
 //! ask for (a thread per single allocation would measure only threads). Verified by
 //! conservation of tags ([`super::alloc_common`]) across generations.
 
@@ -227,7 +227,7 @@ impl Generation {
 impl WorkerState for MstressWorker {
     /// One whole generation per step, whatever `max_ops` asks: a thread's
     /// start and exit are the unit of this workload, and cutting a
-    /// generation to the engine's first, tiny chunks would measure thread
+    /// generation to the worker loop's first, tiny chunks would measure thread
     /// creation per single allocation. (A default generation takes well
     /// under a millisecond.) Only a fixed-work quota cuts the last
     /// generation short, so the quota is met exactly.

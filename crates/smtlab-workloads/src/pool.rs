@@ -324,7 +324,7 @@ impl<J: Job> WorkerState for PoolWorker<J> {
 }
 
 /// Test helper: run a job's process with `threads` threads by hand, as the
-/// engine does, and return the verification outcome.
+/// worker loop does, and return the verification outcome.
 #[cfg(test)]
 pub fn run_by_hand(
     w: &dyn crate::Workload,

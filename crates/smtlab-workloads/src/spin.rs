@@ -1,4 +1,4 @@
-//! `spin`: a calibrated integer loop with a checksum, to test the engine.
+//! `spin`: a calibrated integer loop with a checksum, to test execution and measurement.
 //!
 //! One operation is 1024 steps of a 64-bit linear congruential generator
 //! (`x = a*x + c mod 2^64`, Knuth's MMIX constants): a chain of dependent

@@ -213,7 +213,7 @@ struct StreamWorker {
     /// Blocks processed, by the loop itself (block `cursor % blocks` of pass
     /// `cursor / blocks` is next).
     cursor: u64,
-    /// Operations reported to the engine; the check derives what `a` must
+    /// Operations reported to the worker loop; the check derives what `a` must
     /// hold from this, not from `cursor`.
     reported: u64,
     corrupt: bool,
@@ -353,7 +353,7 @@ mod tests {
     }
 
     /// Partial passes, whole passes, and passes wrapping the scalar all
-    /// check out; the engine's loop is imitated by hand.
+    /// check out; the worker loop is imitated by hand.
     #[test]
     fn stream_two_workers_by_hand_verify() {
         let p = Stream.setup(&params(&[("size", "72K")]), &ctx(2)).unwrap();

@@ -1,4 +1,4 @@
-//! The interface every built-in workload implements, so the engine can run
+//! The interface every built-in workload implements, so that execution can run
 //! it as threads of one process or as separate processes.
 //!
 //! A workload's life in one worker process:
@@ -10,7 +10,7 @@
 //!    outside the window.
 //! 3. [`WorkerState::step`] in a loop inside the window: each call does a
 //!    small, bounded amount of work and returns how many operations it
-//!    completed, so the engine can stop on time (fixed-time) or on quota
+//!    completed, so the worker loop can stop on time (fixed-time) or on quota
 //!    (fixed-work) with little overshoot.
 //! 4. [`WorkerState::finish`] after the window: the worker's verifiable
 //!    result, checked by [`ProcessState::verify`] over all the process's
@@ -156,7 +156,7 @@ pub trait ProcessState: Send + Sync {
     /// What this process observed besides operations, after the window and
     /// after [`ProcessState::verify`]: named **additive** counts (an
     /// allocator probe's `live_objects`, `foreign_objects`, `frames`), which
-    /// the engine sums over the sample's processes, stores with the sample
+    /// execution sums over the sample's processes, stores with the sample
     /// and summarises per point (median over samples). Ratios are not
     /// additive and so are not reported here: the summary derives them from
     /// the summed counts. Most workloads observe nothing extra.

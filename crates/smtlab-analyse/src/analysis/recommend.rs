@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::scaling::median_of;
 use super::verdict::{compare, model_phrase, signed_pct};
 use super::{PointData, Recommendation, SmtAdvice, SmtYield};
+use crate::units::sentence_value;
 use smtlab_topology::Topology;
 use smtlab_types::Metric;
 
@@ -166,7 +167,7 @@ fn recommend_one(
         workers(pt.workers),
         model_phrase(&pt.model),
         pt.placement,
-        format_value(median, &metric.unit)
+        sentence_value(median, &metric.unit)
     );
     if let Some(why) = why_fewer {
         let b = &best.report.point;
@@ -176,7 +177,7 @@ fn recommend_one(
             workers(b.workers),
             model_phrase(&b.model),
             b.placement,
-            format_value(best_median, &metric.unit)
+            sentence_value(best_median, &metric.unit)
         ));
     }
     // The other model at the same N and placement: is the model choice
@@ -287,51 +288,6 @@ fn workers(n: usize) -> String {
     }
 }
 
-/// A value with its unit, to 3 significant digits: a rate whose unit starts
-/// with a lower-case word (`tx/s`, `ops/s`) gets an SI prefix (`1.93
-/// Mtx/s`); seconds below 1 become ms or µs; other units (`GB/s`, `ns`)
-/// are left as they are.
-pub fn format_value(x: f64, unit: &str) -> String {
-    if !x.is_finite() {
-        return format!("{x} {unit}");
-    }
-    let prefixable = unit.ends_with("/s") && unit.starts_with(|c: char| c.is_ascii_lowercase());
-    let (v, u) = if prefixable {
-        match x.abs() {
-            a if a >= 1e12 => (x / 1e12, format!("T{unit}")),
-            a if a >= 1e9 => (x / 1e9, format!("G{unit}")),
-            a if a >= 1e6 => (x / 1e6, format!("M{unit}")),
-            a if a >= 1e3 => (x / 1e3, format!("k{unit}")),
-            _ => (x, unit.to_string()),
-        }
-    } else if unit == "s" && x != 0.0 && x.abs() < 1e-3 {
-        (x * 1e6, "µs".to_string())
-    } else if unit == "s" && x != 0.0 && x.abs() < 1.0 {
-        (x * 1e3, "ms".to_string())
-    } else {
-        (x, unit.to_string())
-    };
-    if u.is_empty() {
-        sig3(v)
-    } else {
-        format!("{} {u}", sig3(v))
-    }
-}
-
-/// `x` to 3 significant digits, without an exponent: `1.93`, `19.3`, `193`,
-/// `19300`, `0.0193`.
-fn sig3(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = |v: f64| v.abs().log10().floor() as i32;
-    let scale = 10f64.powi(2 - digits(x));
-    // Rounding may add a digit (9.996 -> 10.0): measure again after it.
-    let r = (x * scale).round() / scale;
-    let decimals = (2 - digits(r)).max(0) as usize;
-    format!("{r:.decimals$}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,7 +352,7 @@ mod tests {
                  {}). That is 7.7% faster than the multi-process model at the same N (95% CI \
                  7.0–7.9%). Whether SMT pays: unknown — this machine has no SMT (one PU per \
                  core), so whether SMT pays was not measured.",
-                format_value(r.median, "ops/s")
+                sentence_value(r.median, "ops/s")
             )
         );
         assert!(
@@ -512,22 +468,5 @@ mod tests {
             notes,
             ["jbb: no point has results, so there is no recommendation."]
         );
-    }
-
-    #[test]
-    fn values_have_three_significant_digits() {
-        assert_eq!(format_value(1.93e6, "tx/s"), "1.93 Mtx/s");
-        assert_eq!(format_value(1_934_567.0, "ops/s"), "1.93 Mops/s");
-        assert_eq!(format_value(999.6, "ops/s"), "1000 ops/s");
-        assert_eq!(format_value(12.345, "GB/s"), "12.3 GB/s");
-        assert_eq!(format_value(85.24, "ns"), "85.2 ns");
-        assert_eq!(format_value(2.5, "s"), "2.50 s");
-        assert_eq!(format_value(0.0123, "s"), "12.3 ms");
-        assert_eq!(format_value(0.0000123, "s"), "12.3 µs");
-        assert_eq!(format_value(9.996, "s"), "10.0 s");
-        assert_eq!(format_value(123456.0, "s"), "123000 s");
-        assert_eq!(format_value(0.0, "ops/s"), "0 ops/s");
-        assert_eq!(format_value(4.2e9, "rows/s"), "4.20 Grows/s");
-        assert_eq!(format_value(f64::NAN, "s"), "NaN s");
     }
 }

@@ -1,6 +1,6 @@
 //! Shared fixtures for the analysis tests: points and their results built
-//! from synthetic metric values, through the real `summary::report`, so the
-//! analysis is tested on the same `PointReport`s a stored run produces.
+//! from synthetic metric values, through the real `summary::summarize_point`, so the
+//! analysis is tested on the same `PointSummary`s a stored run produces.
 
 use std::collections::BTreeMap;
 
@@ -87,7 +87,7 @@ pub(crate) fn data(point: Point, values: &[f64]) -> PointData {
             .enumerate()
             .map(|(i, &v)| sample(i + 1, false, v)),
     );
-    let report = summary::report(point.index as i64 + 1, point, &samples, 7);
+    let report = summary::summarize_point(point.index as i64 + 1, point, &samples, 7);
     PointData {
         report,
         values: values.to_vec(),

@@ -10,7 +10,7 @@ use smtlab_store::Store;
 use smtlab_types::Table;
 
 use super::report::render_table;
-use super::results::fmt_value;
+use super::results::table_value;
 use super::show::resolve_run;
 use crate::exit::usage;
 use crate::output;
@@ -61,8 +61,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
             Some(v) => {
                 rows.push(vec![
                     p.key.clone(),
-                    fmt_value(v.median_a, &v.metric.unit),
-                    fmt_value(v.median_b, &v.metric.unit),
+                    table_value(v.median_a, &v.metric.unit),
+                    table_value(v.median_b, &v.metric.unit),
                     format!("{:.3}", v.speed_ratio),
                     v.ci95
                         .map(|(lo, hi)| format!("[{lo:.3}, {hi:.3}]"))

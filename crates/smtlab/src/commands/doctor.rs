@@ -5,7 +5,7 @@
 
 use clap::Args;
 use serde::Serialize;
-use smtlab_doctor::{self as doctor, Report};
+use smtlab_doctor::{self as doctor, Diagnosis};
 
 use crate::output;
 
@@ -22,7 +22,7 @@ pub struct DoctorArgs {
 struct DoctorJson<'a> {
     schema: &'static str,
     #[serde(flatten)]
-    report: &'a Report,
+    report: &'a Diagnosis,
 }
 
 pub fn run(a: DoctorArgs) -> anyhow::Result<i32> {
@@ -60,7 +60,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 /// The text form: one row per check (status, name, finding), its fix
 /// underneath, then what can and cannot be measured here.
-fn render(r: &Report) -> String {
+fn render(r: &Diagnosis) -> String {
     const WIDTH: usize = 100;
     let name_w = r
         .checks

@@ -4,14 +4,14 @@
 use std::fmt::Write;
 
 use serde::Serialize;
-use smtlab_analyse::summary::{CounterSummary, PointReport};
+use smtlab_analyse::summary::{CounterSummary, PointSummary};
 use smtlab_types::RunStatus;
 use smtlab_types::{CounterScope, CounterStatus};
 use smtlab_types::{Point, Program};
 
-pub use smtlab_analyse::units::format_value as fmt_value;
+pub use smtlab_analyse::units::table_value;
 
-fn cpus_text(p: &Point) -> String {
+fn cpus_cell(p: &Point) -> String {
     match &p.cpus {
         None => "-".into(),
         Some(c) => {
@@ -66,7 +66,7 @@ pub fn render_plan(points: &[Point]) -> String {
 }
 
 /// The results table of a run, then counters and failures.
-pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> String {
+pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointSummary]) -> String {
     let mut s = String::new();
     let samples: usize = reports.iter().map(|r| r.samples).sum();
     let failed: usize = reports.iter().map(|r| r.failed).sum();
@@ -123,9 +123,9 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
         let unit = &p.metric.unit;
         let (median, ci, pm) = match &r.summary {
             Some(sm) => (
-                fmt_value(sm.median, unit),
+                table_value(sm.median, unit),
                 sm.ci95.map_or("-".to_string(), |(lo, hi)| {
-                    format!("[{}, {}]", fmt_value(lo, unit), fmt_value(hi, unit))
+                    format!("[{}, {}]", table_value(lo, unit), table_value(hi, unit))
                 }),
                 sm.ci_half_width_rel
                     .map_or("-".to_string(), |h| format!("{:.1}%", h * 100.0)),
@@ -141,7 +141,7 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
             p.placement,
             p.workers,
             alloc_col(&p.alloc),
-            cpus_text(p),
+            cpus_cell(p),
             r.samples,
             median,
             ci,
@@ -182,7 +182,7 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointReport]) -> 
 
 /// One line per point with the workload's extra observations (medians
 /// over samples), when it made any: `show --json` has them too.
-fn render_extras(reports: &[PointReport]) -> String {
+fn render_extras(reports: &[PointSummary]) -> String {
     let mut s = String::new();
     for r in reports.iter().filter(|r| !r.extras.is_empty()) {
         let items: Vec<String> = r
@@ -205,7 +205,7 @@ fn render_extras(reports: &[PointReport]) -> String {
 /// The counters people read first, per point (medians per sample, summed
 /// over threads, user + kernel where both were counted), then the ones this
 /// machine cannot count, with why. Every counter is in `show --json`.
-fn render_counters(reports: &[PointReport]) -> String {
+fn render_counters(reports: &[PointSummary]) -> String {
     const SHOWN: [(&str, &str); 7] = [
         ("cycles", "cycles"),
         ("instructions", "instr"),
@@ -223,7 +223,7 @@ fn render_counters(reports: &[PointReport]) -> String {
         let mut min_fraction = 1.0f64;
         for (name, short) in SHOWN {
             if let Some(v) = total(&r.counters, name) {
-                parts.push(format!("{short} {}", fmt_value(v, "")));
+                parts.push(format!("{short} {}", table_value(v, "")));
             }
         }
         if let (Some(i), Some(c)) = (
@@ -361,7 +361,7 @@ struct PointJson<'a> {
 }
 
 /// The stable JSON of a run's results (`schema: smtlab.run/1`).
-pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serde_json::Value {
+pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointSummary]) -> serde_json::Value {
     let finite = |v: f64| v.is_finite().then_some(v);
     let points: Vec<PointJson> = reports
         .iter()
@@ -417,7 +417,7 @@ pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointReport]) -> serd
 
 #[cfg(test)]
 mod tests {
-    use super::{fmt_value, render_table};
+    use super::{render_table, table_value};
     use smtlab_analyse::summary;
     use smtlab_types::RunStatus;
     use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
@@ -449,7 +449,7 @@ mod tests {
     fn rows(points: Vec<Point>) -> Vec<Vec<String>> {
         let reports: Vec<_> = points
             .into_iter()
-            .map(|p| summary::report(p.index as i64, p, &[], 1))
+            .map(|p| summary::summarize_point(p.index as i64, p, &[], 1))
             .collect();
         render_table(1, RunStatus::Complete, &reports)
             .lines()
@@ -489,7 +489,7 @@ mod tests {
     fn long_program_names_keep_the_columns_aligned() {
         let reports: Vec<_> = [point(0, "cache_scratch", "glibc"), point(1, "jbb", "glibc")]
             .into_iter()
-            .map(|p| summary::report(p.index as i64, p, &[], 1))
+            .map(|p| summary::summarize_point(p.index as i64, p, &[], 1))
             .collect();
         let table = render_table(1, RunStatus::Complete, &reports);
         let lines: Vec<&str> = table.lines().skip(1).take(3).collect();
@@ -500,10 +500,10 @@ mod tests {
 
     #[test]
     fn values_have_four_significant_digits() {
-        assert_eq!(fmt_value(1_234_567.0, "ops/s"), "1.235 Mops/s");
-        assert_eq!(fmt_value(0.01234, "s"), "12.34 ms");
-        assert_eq!(fmt_value(2.5, "s"), "2.500 s");
-        assert_eq!(fmt_value(12.0, ""), "12.00");
-        assert_eq!(fmt_value(f64::NAN, "s"), "-");
+        assert_eq!(table_value(1_234_567.0, "ops/s"), "1.235 Mops/s");
+        assert_eq!(table_value(0.01234, "s"), "12.34 ms");
+        assert_eq!(table_value(2.5, "s"), "2.500 s");
+        assert_eq!(table_value(12.0, ""), "12.00");
+        assert_eq!(table_value(f64::NAN, "s"), "-");
     }
 }

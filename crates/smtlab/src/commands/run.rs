@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use smtlab_analyse::summary::point_reports;
+use smtlab_analyse::summary::point_summaries;
 use smtlab_execute::SampleContext;
 use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
@@ -400,7 +400,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 
     let quiet = a.json || !std::io::stderr().is_terminal();
     let status = measure(&store, run_id, &spec, &points, &a.db, quiet)?;
-    let reports = point_reports(&store, run_id, spec.seed)?;
+    let reports = point_summaries(&store, run_id, spec.seed)?;
     let text = if a.json {
         serde_json::to_string_pretty(&results::run_json(run_id, status, &reports))? + "\n"
     } else {

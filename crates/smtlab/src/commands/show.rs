@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_analyse::summary::point_reports;
+use smtlab_analyse::summary::point_summaries;
 use smtlab_store::Store;
 
 use super::results;
@@ -52,7 +52,7 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
     let id = resolve_run(&store, &a.run, &a.db, "RUN")?;
     let rec = store.run(id).map_err(usage)?;
-    let reports = point_reports(&store, id, rec.seed)?;
+    let reports = point_summaries(&store, id, rec.seed)?;
     if a.json {
         let mut doc = results::run_json(id, rec.status, &reports);
         doc["run"] = serde_json::to_value(&rec)?;
