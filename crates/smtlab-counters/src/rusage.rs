@@ -216,7 +216,7 @@ mod tests {
         let d = snapshot(Who::Process).unwrap().since(&before);
         let dt = snapshot(Who::Thread).unwrap().since(&t0);
         // With THP "always" the 4 MB may fault in as two huge pages.
-        let want = if crate::perf_counters::tests::thp_always() {
+        let want = if crate::test_support::thp_always() {
             1
         } else {
             500
