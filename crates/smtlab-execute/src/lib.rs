@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use smtlab_counters::perf_counters::sum_counters;
 use smtlab_counters::rusage::sum_usage;
-use smtlab_types::{CounterScope, Sample, SampleStatus, WorkerSample};
-use smtlab_types::{Mode, Point, Program};
+use smtlab_plan::allocator::{Preload, Preloads};
+use smtlab_types::{CounterScope, Mode, Point, Program, Sample, SampleStatus, WorkerSample};
 
 use protocol::ProcessMeasurement;
 
@@ -34,11 +34,11 @@ use protocol::ProcessMeasurement;
 pub struct SampleContext<'a> {
     /// The smtlab binary, for `__worker` and the pin library.
     pub exe: PathBuf,
-    /// LD_PRELOAD (and options) of each allocator of the run, by name
-    /// (`None`: glibc, nothing to preload). Per point rather than per run,
-    /// so that one engine run interleaves the points of every allocator
-    /// like any other points.
-    pub preloads: BTreeMap<String, Option<smtlab_plan::allocator::Preload>>,
+    /// LD_PRELOAD (and options) of each allocator of the run, by name,
+    /// found when the run was planned. Per point rather than per run, so
+    /// that one measurement interleaves the points of every allocator like
+    /// any other points.
+    pub preloads: Preloads,
     pub timeout: Option<Duration>,
     /// Open perf counters on the workers.
     pub counters: bool,
@@ -50,16 +50,8 @@ pub struct SampleContext<'a> {
 
 impl SampleContext<'_> {
     /// What to preload for `point`'s allocator.
-    pub fn preload_for(&self, point: &Point) -> Option<&smtlab_plan::allocator::Preload> {
-        self.preloads
-            .get(&point.alloc)
-            .unwrap_or_else(|| {
-                panic!(
-                    "allocator {:?} of a point is not among the run's allocators",
-                    point.alloc
-                )
-            })
-            .as_ref()
+    pub fn preload_for(&self, point: &Point) -> Option<&Preload> {
+        self.preloads.get(&point.alloc)
     }
 }
 

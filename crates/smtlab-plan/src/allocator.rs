@@ -7,6 +7,7 @@
 //! found ([`Preload`]); `doctor` lists what is installed. Searches the file
 //! system, nothing else.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -133,6 +134,80 @@ pub fn locate_library(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
 /// any working directory).
 pub fn find_allocator(name: &str) -> Result<Option<Preload>, AllocatorError> {
     find_allocator_in(name, &allocator_dirs())
+}
+
+/// An allocator of a run, found: its name as given (`--alloc`) and what to
+/// preload for it (`None`: glibc's own malloc, nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Allocator {
+    pub name: String,
+    pub preload: Option<Preload>,
+}
+
+impl Allocator {
+    /// Look `name` up ([`find_allocator`]).
+    pub fn find(name: &str) -> Result<Allocator, AllocatorError> {
+        Ok(Allocator {
+            name: name.to_string(),
+            preload: find_allocator(name)?,
+        })
+    }
+}
+
+/// Every allocator of [`ALLOCATORS`] that is installed here, in table
+/// order, and each missing one with why.
+pub fn installed() -> (Vec<Allocator>, Vec<(AllocatorInfo, AllocatorError)>) {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for info in ALLOCATORS {
+        match Allocator::find(info.name) {
+            Ok(a) => found.push(a),
+            Err(e) => missing.push((info, e)),
+        }
+    }
+    (found, missing)
+}
+
+/// What to preload for each allocator of a run, by name: found once, when
+/// the run is planned (or resumed), and looked up for every sample.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preloads(BTreeMap<String, Option<Preload>>);
+
+impl Preloads {
+    /// The preloads of allocators already found.
+    pub fn of(allocators: &[Allocator]) -> Preloads {
+        Preloads(
+            allocators
+                .iter()
+                .map(|a| (a.name.clone(), a.preload.clone()))
+                .collect(),
+        )
+    }
+
+    /// Find every allocator named (a stored run being resumed).
+    pub fn find(names: &[String]) -> Result<Preloads, AllocatorError> {
+        let found = names
+            .iter()
+            .map(|n| Allocator::find(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Preloads::of(&found))
+    }
+
+    /// What to preload for allocator `name` (`None`: nothing).
+    ///
+    /// # Panics
+    ///
+    /// If `name` is not one of the run's allocators: every point's
+    /// allocator comes from the same specification as these preloads, so
+    /// a miss is a bug, not a user mistake.
+    pub fn get(&self, name: &str) -> Option<&Preload> {
+        self.0
+            .get(name)
+            .unwrap_or_else(|| {
+                panic!("allocator {name:?} of a point is not among the run's allocators")
+            })
+            .as_ref()
+    }
 }
 
 /// Where allocators are looked for: the directory of the smtlab binary

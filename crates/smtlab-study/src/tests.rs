@@ -1,35 +1,23 @@
 use super::*;
-use smtlab_topology::synthetic;
-use smtlab_types::Spawn;
+use smtlab_plan::allocator::Allocator;
+use smtlab_topology::{synthetic, Topology};
+use smtlab_types::{Mode, Model, Point, RunSpec};
 
 fn topo(spec: &str) -> Topology {
     synthetic::parse(spec).expect("valid synthetic spec")
 }
 
-fn base(programs: Vec<Program>) -> RunSpec {
-    RunSpec {
-        programs,
-        models: vec![Model::Thread],
-        placements: vec!["compact".into()],
-        threads: vec![1],
-        allocs: vec!["glibc".into()],
-        spawn: Spawn::Exec,
-        mode: None,
-        metric: None,
-        warmup: 1,
-        min_samples: 5,
-        max_samples: 10,
-        precision: 0.02,
-        max_time_s: 10.0,
-        timeout_s: None,
+/// What a command line without study flags asks for.
+fn request() -> StudyRequest {
+    StudyRequest {
         seed: 7,
-        counters: false,
-        study: None,
+        ..StudyRequest::default()
     }
 }
 
 fn plan_of(kind: StudyKind, spec: &str) -> (RunSpec, Vec<Point>) {
-    plan(kind, &topo(spec), base(Vec::new()), &Overrides::default()).expect("plans")
+    let p = plan(kind, &topo(spec), request()).expect("plans");
+    (p.spec, p.points)
 }
 
 fn meta(spec: &RunSpec) -> &StudyMeta {
@@ -117,11 +105,9 @@ fn cores_study_on_a_big_machine_uses_a_ladder_and_one_pu_per_core() {
     let err = plan(
         StudyKind::Cores,
         &t,
-        base(Vec::new()),
-        &Overrides {
-            models: None,
+        StudyRequest {
             threads: Some(vec![33]),
-            allocs: None,
+            ..request()
         },
     )
     .unwrap_err();
@@ -157,7 +143,7 @@ fn the_tour_on_a_two_core_machine_names_what_it_cannot_show() {
 
 #[test]
 fn study_names_parse_and_unknown_ones_are_refused() {
-    for n in STUDY_NAMES {
+    for n in StudyKind::named().map(StudyKind::name) {
         assert_eq!(n.parse::<StudyKind>().map(|k| k.name()), Ok(n));
     }
     let err = "smtt".parse::<StudyKind>().unwrap_err().to_string();
@@ -170,11 +156,16 @@ fn study_names_parse_and_unknown_ones_are_refused() {
 #[test]
 fn alloc_study_compares_allocators_at_every_pu_and_lists_missing_ones() {
     let t = topo("core:2 pu:1");
-    let over = Overrides {
-        allocs: Some(vec!["glibc".into(), "jemalloc-percpu".into()]),
-        ..Overrides::default()
+    // Given allocators are taken as found (the command line found them).
+    let given = ["glibc", "jemalloc-percpu"].map(|name| Allocator {
+        name: name.to_string(),
+        preload: None,
+    });
+    let req = StudyRequest {
+        allocators: Some(given.to_vec()),
+        ..request()
     };
-    let (spec, points) = plan(StudyKind::Alloc, &t, base(Vec::new()), &over).unwrap();
+    let StudyPlan { spec, points, .. } = plan(StudyKind::Alloc, &t, req).unwrap();
     assert_eq!(spec.threads, vec![2]);
     assert_eq!(spec.mode, Some(Mode::FixedTime { seconds: 0.5 }));
     // jbb, 5 benchmarks, allocprobe pinned and migrating; 2 allocators; 2 models.
@@ -185,13 +176,7 @@ fn alloc_study_compares_allocators_at_every_pu_and_lists_missing_ones() {
         "{labels:?}"
     );
     // Without --alloc: every known allocator, installed or named as missing.
-    let (spec, _) = plan(
-        StudyKind::Alloc,
-        &t,
-        base(Vec::new()),
-        &Overrides::default(),
-    )
-    .unwrap();
+    let spec = plan(StudyKind::Alloc, &t, request()).unwrap().spec;
     let missing = meta(&spec)
         .limits
         .iter()

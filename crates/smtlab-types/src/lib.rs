@@ -27,10 +27,12 @@ pub mod study;
 pub mod table;
 
 pub use cpuset::{CpuSet, CpuSetError};
-pub use point::{Metric, Mode, Model, ModelError, Point, Program, Spawn, VARIANT_PARAMS};
-pub use policy::{Policy, PolicyError};
+pub use point::{
+    Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, VARIANT_PARAMS,
+};
+pub use policy::{Policy, PolicyError, PolicySpec};
 pub use run::{HostFacts, RunRecord, RunStatus, RunSummary};
-pub use run_spec::{MetricSpec, RunSpec};
+pub use run_spec::{MetricRegex, MetricSpec, RunSpec};
 pub use sample::{
     CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus, WorkerSample,
 };

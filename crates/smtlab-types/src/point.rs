@@ -90,6 +90,31 @@ pub enum Spawn {
     Fork,
 }
 
+/// `--spawn` that is neither `exec` nor `fork`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--spawn {0}: expected exec or fork")]
+pub struct SpawnError(pub String);
+
+impl FromStr for Spawn {
+    type Err = SpawnError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "exec" => Ok(Spawn::Exec),
+            "fork" => Ok(Spawn::Fork),
+            other => Err(SpawnError(other.to_string())),
+        }
+    }
+}
+
+impl Spawn {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Spawn::Exec => "exec",
+            Spawn::Fork => "fork",
+        }
+    }
+}
+
 /// When a sample ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]

@@ -1,11 +1,12 @@
 //! Placement policies as written: `compact`, `scatter`, `core`, `smt:K`,
 //! `none`, or a CPU expression. Parsing here is syntax only; what a policy
-//! means on a machine (which PUs) is `smtlab_topology::placement`.
+//! means on a machine (which PUs) is `smtlab_topology::placement`, where a
+//! CPU expression is checked against the machine it names.
 
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A placement policy that is not one (empty, or `smt:` without a core).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,5 +91,52 @@ impl fmt::Display for Policy {
 impl Serialize for Policy {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+/// A placement as the user wrote it (`compact`, `core:2`, `S0:0-3`) with the
+/// policy it parses to: the policy places workers, the text labels the
+/// points, so a table says what the user asked for in their own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySpec {
+    /// Trimmed, otherwise as written.
+    pub text: String,
+    pub policy: Policy,
+}
+
+impl FromStr for PolicySpec {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(PolicySpec {
+            text: s.trim().to_string(),
+            policy: s.parse()?,
+        })
+    }
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A placement is the text it was written as (for tables and tests).
+impl PartialEq<&str> for PolicySpec {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+/// Stored as written.
+impl Serialize for PolicySpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicySpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }

@@ -28,9 +28,25 @@ pub enum StudyKind {
     Alloc,
 }
 
-pub const STUDY_NAMES: [&str; 6] = ["models", "smt", "cores", "pinning", "oversub", "alloc"];
-
 impl StudyKind {
+    /// Every study, the tour first: the one list the names, the parser,
+    /// its error message and `smtlab study --help` are made from.
+    pub const ALL: [StudyKind; 7] = [
+        StudyKind::Tour,
+        StudyKind::Models,
+        StudyKind::Smt,
+        StudyKind::Cores,
+        StudyKind::Pinning,
+        StudyKind::Oversub,
+        StudyKind::Alloc,
+    ];
+
+    /// The studies a user names (all but the tour, which has no name on
+    /// the command line).
+    pub fn named() -> impl Iterator<Item = StudyKind> {
+        StudyKind::ALL.into_iter().filter(|k| *k != StudyKind::Tour)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             StudyKind::Tour => "tour",
@@ -57,6 +73,26 @@ impl StudyKind {
             StudyKind::Alloc => "which memory allocator, for threads and for processes?",
         }
     }
+
+    /// What the study sweeps, in one line, for `smtlab study --help`.
+    pub fn sweep(self) -> &'static str {
+        match self {
+            StudyKind::Tour => "a tour over the default workloads: about a minute on 2 cores",
+            StudyKind::Models => "thread vs process model at every N, compact and scatter",
+            StudyKind::Smt => "1..k threads on the k PUs of one core, both models",
+            StudyKind::Cores => "one PU per core, 1..cores, both models",
+            StudyKind::Pinning => {
+                "N threads on one core's PUs vs on the first PU of N cores (N = PUs per core)"
+            }
+            StudyKind::Oversub => {
+                "software threads 1, 2, 4, ... up to 4x the PUs (default workload parfib)"
+            }
+            StudyKind::Alloc => {
+                "allocators (glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc: \
+                 those installed) x thread/process model on jbb and the allocation benchmarks"
+            }
+        }
+    }
 }
 
 impl fmt::Display for StudyKind {
@@ -65,23 +101,22 @@ impl fmt::Display for StudyKind {
     }
 }
 
+/// A study name that is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("study `{0}`: no such study; studies are: models, smt, cores, pinning, oversub, alloc (or no name for the tour)")]
+#[error(
+    "study `{0}`: no such study; studies are: {names} (or no name for the tour)",
+    names = StudyKind::named().map(StudyKind::name).collect::<Vec<_>>().join(", ")
+)]
 pub struct UnknownStudy(pub String);
 
 impl FromStr for StudyKind {
     type Err = UnknownStudy;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.trim() {
-            "tour" => StudyKind::Tour,
-            "models" => StudyKind::Models,
-            "smt" => StudyKind::Smt,
-            "cores" => StudyKind::Cores,
-            "pinning" => StudyKind::Pinning,
-            "oversub" => StudyKind::Oversub,
-            "alloc" => StudyKind::Alloc,
-            other => return Err(UnknownStudy(other.to_string())),
-        })
+        let name = s.trim();
+        StudyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| UnknownStudy(name.to_string()))
     }
 }
 

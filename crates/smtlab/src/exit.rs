@@ -41,6 +41,13 @@ pub fn clap_error(e: clap::Error) -> anyhow::Error {
     ) {
         e.exit();
     }
+    // A value our own parsers refused: their message names the flag and
+    // the value and says what is valid, so it is the whole error.
+    if e.kind() == ErrorKind::ValueValidation {
+        if let Some(own) = std::error::Error::source(&e).and_then(crate::flags::own_message) {
+            return usage(own);
+        }
+    }
     let text = e.render().to_string();
     let kept: Vec<&str> = text
         .lines()

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod flags;
 mod output;
 
 /// The commit smtlab was built from (`-dirty` with local changes), or

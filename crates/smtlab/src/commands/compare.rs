@@ -11,8 +11,8 @@ use smtlab_types::Table;
 
 use super::report::render_table;
 use super::results::table_value;
-use super::show::resolve_run;
 use crate::exit::usage;
+use crate::flags::{self, RunRef};
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -22,11 +22,11 @@ Points match when program and parameters, model, placement, N, allocator and met
 )]
 pub struct CompareArgs {
     /// The run to judge (e.g. after a change), or `latest`
-    #[arg(value_name = "RUN_A")]
-    pub a: String,
+    #[arg(value_name = "RUN_A", value_parser = flags::run_ref("RUN_A"))]
+    pub a: RunRef,
     /// The baseline run
-    #[arg(value_name = "RUN_B")]
-    pub b: String,
+    #[arg(value_name = "RUN_B", value_parser = flags::run_ref("RUN_B"))]
+    pub b: RunRef,
     /// SQLite store
     #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
     pub db: PathBuf,
@@ -37,8 +37,8 @@ pub struct CompareArgs {
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let ida = resolve_run(&store, &a.a, &a.db, "RUN_A")?;
-    let idb = resolve_run(&store, &a.b, &a.db, "RUN_B")?;
+    let ida = a.a.resolve(&store, &a.db, "RUN_A")?;
+    let idb = a.b.resolve(&store, &a.db, "RUN_B")?;
     let seed = store.run(ida)?.seed;
     let da = run_data(&store, ida, seed)?;
     let db = run_data(&store, idb, seed)?;

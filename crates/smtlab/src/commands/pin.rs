@@ -13,6 +13,7 @@ use smtlab_topology::sysfs;
 use smtlab_types::CpuSet;
 
 use crate::exit::usage;
+use crate::flags;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -37,8 +38,8 @@ pub struct PinArgs {
     /// Hexadecimal mask of created threads not to pin to one CPU: bit i = the
     /// i-th created thread (from 0, the main thread not counted); a skipped
     /// thread may run on any CPU of the list and does not use one up
-    #[arg(short = 's', long, value_name = "HEXMASK")]
-    pub skip: Option<String>,
+    #[arg(short = 's', long, value_name = "HEXMASK", value_parser = flags::skip_mask)]
+    pub skip: Option<u64>,
 
     /// Pin the whole process (every thread) to the CPU set instead of thread
     /// by thread
@@ -82,10 +83,7 @@ pub fn run(a: PinArgs) -> anyhow::Result<i32> {
             a.cpus
         )));
     }
-    let skip = match &a.skip {
-        Some(s) => pin::parse_skip_mask(s).map_err(|e| usage(format!("--skip: {e}")))?,
-        None => 0,
-    };
+    let skip = a.skip.unwrap_or(0);
     let req = PinRequest {
         command: a.command,
         cpus,

@@ -11,6 +11,7 @@ use smtlab_topology::Topology;
 
 use super::topology_source::TopologySource;
 use crate::exit::usage;
+use crate::flags;
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -19,8 +20,14 @@ pub struct PlaceArgs {
     pub source: TopologySource,
     /// compact, scatter, core, smt:K, none, or a CPU expression
     /// (0,2-5 · N:0-3 · S1:0-1 · C0:0-3 · M0:0-3 · E:N:8:1:2 · S0:0-1@S1:0-1)
-    #[arg(short, long, value_name = "POLICY", default_value = "compact")]
-    pub placement: String,
+    #[arg(
+        short,
+        long,
+        value_name = "POLICY",
+        default_value = "compact",
+        value_parser = flags::policy
+    )]
+    pub placement: Policy,
     /// Number of workers (threads or processes) to place
     #[arg(
         short = 'n',
@@ -64,12 +71,8 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<i32> {
         return output::print(&text).map(|_| 0);
     }
     let n = a.threads.expect("clap requires -n unless --domains");
-    let policy: Policy = a
-        .placement
-        .parse()
-        .map_err(|e| usage(format!("--placement: {e}")))?;
     let placed =
-        placement::place(&topo, &policy, n).map_err(|e| usage(format!("--placement: {e}")))?;
+        placement::place(&topo, &a.placement, n).map_err(|e| usage(format!("--placement: {e}")))?;
     let text = if a.json {
         serde_json::to_string_pretty(&placed)? + "\n"
     } else {

@@ -1,18 +1,32 @@
-//! `-w NAME | --cmd TEMPLATE` with its parameters and metric: what a
-//! command measures. Shared by `run` and `study`, which measure the same
-//! kinds of program.
+//! `-w NAME | --cmd TEMPLATE` with its parameters and metric, and
+//! `--duration | --work`: what a command measures and for how long. Shared
+//! by `run` and `study`, which measure the same kinds of program.
+
+use std::collections::BTreeMap;
 
 use clap::Args;
+use smtlab_types::{MetricSpec, Mode, Program};
+use smtlab_workloads as workload;
+
+use crate::exit::usage;
+use crate::flags::{self, Better, MetricArg};
 
 #[derive(Args, Debug, Clone)]
 pub struct ProgramArgs {
     /// Built-in workload(s), comma-separated (see `smtlab list`; `study`
     /// defaults to its own)
-    #[arg(short = 'w', long, value_name = "NAME", conflicts_with = "cmd")]
-    pub workload: Option<String>,
+    #[arg(
+        short = 'w',
+        long,
+        value_name = "NAME",
+        conflicts_with = "cmd",
+        value_delimiter = ',',
+        value_parser = flags::workload
+    )]
+    pub workload: Vec<String>,
     /// A workload parameter, KEY=VALUE (repeatable; applies to every -w)
-    #[arg(long = "param", value_name = "K=V")]
-    pub params: Vec<String>,
+    #[arg(long = "param", value_name = "K=V", value_parser = flags::param)]
+    pub params: Vec<(String, String)>,
     /// Run this command instead of a built-in workload; placeholders:
     /// {threads} (threads of this process; short form: n in braces),
     /// {rank}, {cpus} (its CPU list)
@@ -20,8 +34,8 @@ pub struct ProgramArgs {
     pub cmd: Option<String>,
     /// Read the metric from a command's output: NAME=REGEX (first capture
     /// group, last match; summed over processes)
-    #[arg(long, value_name = "NAME=REGEX", requires = "cmd")]
-    pub metric: Option<String>,
+    #[arg(long, value_name = "NAME=REGEX", requires = "cmd", value_parser = flags::metric)]
+    pub metric: Option<MetricArg>,
     /// Unit of --metric, for tables
     #[arg(long, value_name = "UNIT", default_value = "", requires = "metric")]
     pub metric_unit: String,
@@ -31,7 +45,94 @@ pub struct ProgramArgs {
         long,
         value_name = "higher|lower",
         default_value = "higher",
-        requires = "metric"
+        requires = "metric",
+        value_parser = flags::better
     )]
-    pub metric_better: String,
+    pub metric_better: Better,
+}
+
+impl ProgramArgs {
+    /// The programs to measure and the metric of a `--cmd`, checked
+    /// together: workload parameters against each workload (names, types
+    /// and ranges, so a bad value is refused before anything runs), and no
+    /// flag that would be silently ignored. With `allow_none` (studies),
+    /// giving neither -w nor --cmd leaves the programs to the study.
+    pub fn programs(&self, allow_none: bool) -> anyhow::Result<(Vec<Program>, Option<MetricSpec>)> {
+        let params: BTreeMap<String, String> = self.params.iter().cloned().collect();
+        let programs = match (self.workload.is_empty(), &self.cmd) {
+            (false, None) if self.metric.is_some() => {
+                return Err(usage(
+                    "--metric applies to --cmd; a built-in workload reports its own metric \
+                     (see `smtlab list`)",
+                ))
+            }
+            (false, None) => self
+                .workload
+                .iter()
+                .map(|w| {
+                    let wl = workload::builtin(w).expect("-w names a built-in workload");
+                    let info = wl.info();
+                    let resolved = workload::resolve_params(&info, &params).map_err(usage)?;
+                    workload::check_param_types(&info, &params).map_err(usage)?;
+                    // Ranges too, now: a value out of range would otherwise
+                    // fail every sample of the run, one by one.
+                    wl.check(&resolved)
+                        .map_err(|e| usage(format!("{e:#} (workload `{w}`)")))?;
+                    Ok(Program::Builtin {
+                        workload: w.clone(),
+                        params: params.clone(),
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?,
+            (true, Some(c)) => {
+                if !self.params.is_empty() {
+                    return Err(usage(
+                        "--param applies to built-in workloads; put a command's arguments in \
+                         --cmd",
+                    ));
+                }
+                if c.trim().is_empty() {
+                    return Err(usage("--cmd: empty command"));
+                }
+                vec![Program::Command {
+                    template: c.clone(),
+                }]
+            }
+            (true, None) if allow_none => {
+                if let Some((k, v)) = self.params.first() {
+                    return Err(usage(format!(
+                        "--param {k}={v}: parameters apply to the workloads named with -w; the \
+                         study's own workloads run with their defaults"
+                    )));
+                }
+                Vec::new()
+            }
+            _ => {
+                return Err(usage(
+                    "nothing to run: give -w WORKLOAD (see `smtlab list`) or --cmd 'COMMAND'",
+                ))
+            }
+        };
+        let metric = self.metric.as_ref().map(|m| MetricSpec {
+            name: m.name.clone(),
+            regex: m.regex.clone(),
+            unit: self.metric_unit.clone(),
+            higher_is_better: self.metric_better == Better::Higher,
+        });
+        Ok((programs, metric))
+    }
+
+    /// `--duration`/`--work` as a mode; `None` leaves each workload its
+    /// own. A `--cmd` runs to completion, so neither applies to it.
+    pub fn mode(&self, duration_s: Option<f64>, work: Option<u64>) -> anyhow::Result<Option<Mode>> {
+        let is_cmd = self.cmd.is_some();
+        match (duration_s, work) {
+            (None, None) => Ok(None),
+            (None, Some(work)) if !is_cmd => Ok(Some(Mode::FixedWork { work })),
+            (Some(seconds), None) if !is_cmd => Ok(Some(Mode::FixedTime { seconds })),
+            _ => Err(usage(
+                "--duration and --work apply to built-in workloads; a --cmd runs to completion",
+            )),
+        }
+    }
 }

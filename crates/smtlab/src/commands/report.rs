@@ -1,31 +1,25 @@
 //! `smtlab report [RUN] [-o DIR]`: analyse a stored run (a study or a plain
-//! run) and write its report: report.html with inline SVG charts, every
-//! chart as PNG and SVG, summary.md, samples.csv and results.json.
+//! run) and write its report (`smtlab_study::report_run`: report.html with
+//! inline SVG charts, every chart as PNG and SVG, summary.md, samples.csv
+//! and results.json), then print its findings.
 
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
-use serde::Serialize;
-use smtlab_analyse::analysis::{self, Analysis};
-use smtlab_analyse::summary::{run_data, RunData};
-use smtlab_report::{write_report, ReportFiles, ReportInput};
-use smtlab_store::{RunRecord, RunStatus, Store};
-use smtlab_study::{self as study, Findings, StudyKind};
-use smtlab_topology::Topology;
-use smtlab_types::RunSpec;
+use smtlab_store::{RunStatus, Store};
+use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
 use smtlab_types::Table;
 
-use super::show::resolve_run;
 use crate::exit::usage;
+use crate::flags::{self, RunRef};
 use crate::output;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Run id (see `smtlab runs`), or `latest`
-    #[arg(value_name = "RUN", default_value = "latest")]
-    pub run: String,
+    #[arg(value_name = "RUN", default_value = "latest", value_parser = flags::run_ref("RUN"))]
+    pub run: RunRef,
     /// Report directory [default: smtlab-reports/run-RUN]
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -35,120 +29,6 @@ pub struct ReportArgs {
     /// Print the analysis as JSON instead of text
     #[arg(long)]
     pub json: bool,
-}
-
-/// Where a run's report goes unless `-o` says otherwise.
-pub fn default_dir(run_id: i64) -> PathBuf {
-    PathBuf::from("smtlab-reports").join(format!("run-{run_id}"))
-}
-
-/// A run analysed and reported.
-pub struct Built {
-    pub run: RunRecord,
-    pub study: Option<StudyKind>,
-    pub data: RunData,
-    pub analysis: Analysis,
-    pub findings: Findings,
-    /// The study's limits (planned and found in the data).
-    pub limits: Vec<String>,
-    /// Plan notes and analysis notes.
-    pub notes: Vec<String>,
-    pub files: ReportFiles,
-}
-
-/// Analyse run `run_id` and write its report into `dir`.
-pub fn build(store: &Store, run_id: i64, dir: &Path) -> anyhow::Result<Built> {
-    let run = store.run(run_id).map_err(usage)?;
-    let spec: RunSpec = serde_json::from_value(run.config_json.clone())
-        .with_context(|| format!("run {run_id}: stored configuration is unreadable"))?;
-    let topo: Topology = serde_json::from_value(run.host.topology.clone())
-        .with_context(|| format!("run {run_id}: stored topology is unreadable"))?;
-    let data = run_data(store, run_id, run.seed)?;
-    let analysis = analysis::analyze(&data.points, &topo, run.seed);
-    let meta = spec.study.clone();
-    let findings = match &meta {
-        Some(m) => study::findings(m, &data.points, &analysis, &topo, run.seed),
-        None => Findings {
-            verdicts: analysis
-                .model_verdicts
-                .iter()
-                .map(|v| v.sentence.clone())
-                .collect(),
-            ..Findings::default()
-        },
-    };
-    let mut limits: Vec<String> = meta.as_ref().map(|m| m.limits.clone()).unwrap_or_default();
-    limits.extend(findings.limits.iter().cloned());
-    let mut notes: Vec<String> = meta.as_ref().map(|m| m.notes.clone()).unwrap_or_default();
-    notes.extend(analysis.notes.iter().cloned());
-    let title = match &meta {
-        Some(m) if m.kind == StudyKind::Tour => format!("smtlab tour — run {run_id}"),
-        Some(m) => format!("smtlab study {} — run {run_id}", m.kind),
-        None => format!("smtlab run {run_id}"),
-    };
-    let verdicts = findings.verdicts.clone();
-    let input = ReportInput {
-        title,
-        run: &run,
-        points: &data.points,
-        samples: &data.samples,
-        analysis: &analysis,
-        tables: &findings.tables,
-        limits: &limits,
-        verdicts: &verdicts,
-        notes: &notes,
-    };
-    let files = write_report(&input, dir).map_err(|e| anyhow::anyhow!(e))?;
-    Ok(Built {
-        run,
-        study: meta.map(|m| m.kind),
-        data,
-        analysis,
-        findings,
-        limits,
-        notes,
-        files,
-    })
-}
-
-#[derive(Serialize)]
-struct StudyJson<'a> {
-    schema: &'static str,
-    run_id: i64,
-    status: &'static str,
-    study: Option<&'static str>,
-    verdicts: &'a [String],
-    recommendations: Vec<&'a str>,
-    limits: &'a [String],
-    notes: &'a [String],
-    tables: &'a [Table],
-    analysis: &'a Analysis,
-    report: &'a Path,
-    html: &'a Path,
-}
-
-/// The JSON document of `study --json` and `report --json`.
-pub fn json(run_id: i64, status: RunStatus, b: &Built) -> serde_json::Value {
-    serde_json::to_value(StudyJson {
-        schema: "smtlab.study/1",
-        run_id,
-        status: status.as_str(),
-        study: b.study.map(|k| k.name()),
-        verdicts: &b.findings.verdicts,
-        recommendations: b
-            .analysis
-            .recommendations
-            .iter()
-            .map(|r| r.sentence.as_str())
-            .collect(),
-        limits: &b.limits,
-        notes: &b.notes,
-        tables: &b.findings.tables,
-        analysis: &b.analysis,
-        report: &b.files.dir,
-        html: &b.files.html,
-    })
-    .unwrap_or(serde_json::Value::Null)
 }
 
 /// A table for the terminal, columns padded to their widest cell.
@@ -181,7 +61,7 @@ pub fn render_table(t: &Table) -> String {
 }
 
 /// Tables, verdicts, recommendations, limits, notes and the report's path.
-pub fn render_findings(b: &Built) -> String {
+pub fn render_findings(b: &ReportedRun) -> String {
     let mut s = String::new();
     for t in &b.findings.tables {
         s.push('\n');
@@ -217,12 +97,13 @@ pub fn render_findings(b: &Built) -> String {
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let run_id = resolve_run(&store, &a.run, &a.db, "RUN")?;
+    let run_id = a.run.resolve(&store, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
-    let b = build(&store, run_id, &dir)?;
+    let record = store.run(run_id).map_err(usage)?;
+    let b = report_run(&store, record, &dir)?;
     let status = b.run.status;
     if a.json {
-        output::print(&(serde_json::to_string_pretty(&json(run_id, status, &b))? + "\n"))?;
+        output::print(&(serde_json::to_string_pretty(&study_json(run_id, status, &b))? + "\n"))?;
         return Ok(0);
     }
     let mut s = format!("{}\n", b.files.dir.display());

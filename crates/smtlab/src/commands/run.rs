@@ -1,7 +1,6 @@
 //! `smtlab run`: measure a workload or a command across models, placements,
 //! thread counts and allocators; store every sample; print the results.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,18 +12,15 @@ use smtlab_analyse::summary::point_summaries;
 use smtlab_execute::SampleContext;
 use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
-use smtlab_plan::allocator::find_allocator;
+use smtlab_plan::allocator::{Allocator, Preloads};
 use smtlab_store::{collect_host_facts, NewRun, RunStatus, Store};
-use smtlab_topology::placement::Policy;
-use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
-use smtlab_types::SampleStatus;
-use smtlab_types::{MetricSpec, Mode, Model, Point, Program, RunSpec, Spawn};
-use smtlab_workloads as workload;
+use smtlab_types::{Mode, Model, Point, Program, RunSpec, SampleStatus, Spawn};
 
 use super::program_args::ProgramArgs;
 use super::results;
 use super::topology_source::TopologySource;
 use crate::exit::usage;
+use crate::flags::{self, Placements, WorkerCounts};
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -38,29 +34,57 @@ pub struct RunArgs {
     pub program: ProgramArgs,
     /// Execution models, comma-separated: thread, process, hybrid:PxT (P
     /// processes of T threads: its N is P x T, --threads does not apply)
-    #[arg(long, value_name = "MODELS", default_value = "thread")]
-    pub model: String,
+    #[arg(
+        long,
+        value_name = "MODELS",
+        default_value = "thread",
+        value_delimiter = ',',
+        value_parser = flags::parsed::<Model>
+    )]
+    pub model: Vec<Model>,
     /// Placements: compact, scatter, core, smt:K, none, comma-separated; or
     /// one CPU expression per flag (repeatable, e.g. --placement 0,1)
-    #[arg(long, value_name = "POLICY", default_value = "compact")]
-    pub placement: Vec<String>,
+    #[arg(
+        long,
+        value_name = "POLICY",
+        default_value = "compact",
+        value_parser = flags::placements
+    )]
+    pub placement: Vec<Placements>,
     /// Worker counts: a list or ranges (1,2,4 or 1-4)
-    #[arg(short = 'n', long, value_name = "LIST", default_value = "1")]
-    pub threads: String,
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "LIST",
+        default_value = "1",
+        value_parser = flags::worker_counts
+    )]
+    pub threads: WorkerCounts,
     /// Allocators: glibc, jemalloc, mimalloc, tcmalloc or a .so path,
     /// comma-separated (LD_PRELOAD for the workers)
-    #[arg(long, value_name = "LIST", default_value = "glibc")]
-    pub alloc: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "glibc",
+        value_delimiter = ',',
+        value_parser = flags::allocator
+    )]
+    pub alloc: Vec<Allocator>,
     /// How worker processes start: exec (fresh address space) or fork (prefork)
-    #[arg(long, value_name = "HOW", default_value = "exec")]
-    pub spawn: String,
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "exec",
+        value_parser = flags::parsed::<Spawn>
+    )]
+    pub spawn: Spawn,
     /// Fixed-time mode: run each sample this long, metric = the workload's
     /// throughput or latency (default: each workload's own, see `smtlab list`)
-    #[arg(long, value_name = "TIME", conflicts_with = "work")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "TIME", conflicts_with = "work", value_parser = flags::seconds("--duration"))]
+    pub duration: Option<f64>,
     /// Fixed-work mode: this much work per sample (operations, or problem
     /// instances for queue workloads), metric = wall time
-    #[arg(long, value_name = "OPS")]
+    #[arg(long, value_name = "OPS", value_parser = flags::work)]
     pub work: Option<u64>,
     /// Warm-up samples per point (stored, flagged, excluded)
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -73,14 +97,24 @@ pub struct RunArgs {
     pub max_samples: usize,
     /// Stop repeating a point when the 95% CI half-width of its median is
     /// within this fraction (0.02 or 2%)
-    #[arg(long, value_name = "FRACTION", default_value = "2%")]
-    pub precision: String,
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value = "2%",
+        value_parser = flags::fraction("--precision")
+    )]
+    pub precision: f64,
     /// Most time to spend on one point
-    #[arg(long, value_name = "TIME", default_value = "30s")]
-    pub max_time: String,
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "30s",
+        value_parser = flags::seconds("--max-time")
+    )]
+    pub max_time: f64,
     /// Kill a sample's workers past this time and record it as a timeout
-    #[arg(long, value_name = "TIME")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = flags::seconds("--timeout"))]
+    pub timeout: Option<f64>,
     /// Seed of the interleaved measurement order and the bootstrap
     /// (default: from the clock, printed and stored)
     #[arg(long, value_name = "N")]
@@ -105,257 +139,42 @@ pub struct RunArgs {
     pub source: TopologySource,
 }
 
-/// `--threads`: a list or ranges of worker counts, each 1 or more.
-pub fn parse_threads(text: &str) -> anyhow::Result<Vec<usize>> {
-    // Worker counts have the syntax of CPU lists (1,2,4 or 1-8), so the
-    // CPU-list parser reads them; its errors are worded here for worker
-    // counts instead of CPUs.
-    let bad = |why: String| {
-        usage(format!(
-            "--threads {text}: {why}; expected worker counts 1..={MAX_CPU} as a list or \
-             ranges, e.g. 1,2,4 or 1-8"
-        ))
-    };
-    let set = CpuSet::parse_list(text).map_err(|e| match e {
-        CpuSetError::BadToken { token } if token.is_empty() => bad("an empty item".into()),
-        CpuSetError::BadToken { token } => bad(format!("`{token}` is not a number")),
-        CpuSetError::Descending { token } => bad(format!("`{token}` is a descending range")),
-        CpuSetError::TooLarge { cpu, .. } => bad(format!("{cpu} is out of range")),
-        CpuSetError::BadMask { .. } => bad(e.to_string()),
-    })?;
-    if set.is_empty() {
-        return Err(bad("an empty item".into()));
-    }
-    if set.contains(0) {
-        return Err(bad("0 is out of range".into()));
-    }
-    Ok(set.iter().map(|n| n as usize).collect())
-}
-
-/// `2%`, `0.02`.
-fn parse_fraction(flag: &str, s: &str) -> anyhow::Result<f64> {
-    let v = match s.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => s.trim().parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(usage(format!(
-            "{flag} {s}: expected a fraction between 0 and 1, such as 0.02 or 2%"
-        ))),
-    }
-}
-
-fn parse_duration(flag: &str, s: &str) -> anyhow::Result<f64> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| usage(format!("{flag} {s}: {e}; expected e.g. 500ms, 2s, 1m")))?;
-    if d.is_zero() {
-        return Err(usage(format!("{flag} {s}: must be longer than zero")));
-    }
-    Ok(d.as_secs_f64())
-}
-
-/// Split a comma list of named placements; anything else is one CPU
-/// expression (whose own commas are part of it).
-fn placements(values: &[String]) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for v in values {
-        let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-        let named = parts.iter().all(|p| {
-            matches!(
-                p.parse::<Policy>(),
-                Ok(Policy::Compact
-                    | Policy::Scatter
-                    | Policy::Core
-                    | Policy::None
-                    | Policy::Smt(_))
-            )
-        });
-        if named {
-            out.extend(parts.iter().map(|p| p.to_string()));
-        } else {
-            v.parse::<Policy>()
-                .map_err(|e| usage(format!("--placement: {e}")))?;
-            out.push(v.trim().to_string());
-        }
-    }
-    Ok(out)
-}
-
-fn build_spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
-    build_spec_from(a, false)
-}
-
-/// The run configuration of `a`; with `allow_no_program` (studies) giving
-/// neither -w nor --cmd leaves `programs` empty for the study's defaults.
-pub fn build_spec_from(a: &RunArgs, allow_no_program: bool) -> anyhow::Result<RunSpec> {
-    let mut params = BTreeMap::new();
-    for p in &a.program.params {
-        let (k, v) = p
-            .split_once('=')
-            .ok_or_else(|| usage(format!("--param {p}: expected KEY=VALUE")))?;
-        params.insert(k.trim().to_string(), v.trim().to_string());
-    }
-    let programs: Vec<Program> = match (&a.program.workload, &a.program.cmd) {
-        (Some(_), None) if a.program.metric.is_some() => {
-            return Err(usage(
-                "--metric applies to --cmd; a built-in workload reports its own metric \
-                 (see `smtlab list`)",
-            ))
-        }
-        (Some(ws), None) => ws
-            .split(',')
-            .map(|w| {
-                let w = w.trim();
-                let wl = workload::builtin(w).ok_or_else(|| {
-                    usage(format!(
-                        "--workload {w}: no such workload; built in: {}",
-                        workload::builtin_names().join(", ")
-                    ))
-                })?;
-                let resolved = workload::resolve_params(&wl.info(), &params).map_err(usage)?;
-                workload::check_param_types(&wl.info(), &params).map_err(usage)?;
-                // Ranges too, now: a value out of range would otherwise fail
-                // every sample of the run, one by one.
-                wl.check(&resolved)
-                    .map_err(|e| usage(format!("{e:#} (workload `{w}`)")))?;
-                Ok(Program::Builtin {
-                    workload: w.to_string(),
-                    params: params.clone(),
-                })
-            })
-            .collect::<anyhow::Result<_>>()?,
-        (None, Some(c)) => {
-            if !a.program.params.is_empty() {
-                return Err(usage(
-                    "--param applies to built-in workloads; put a command's arguments in --cmd",
-                ));
-            }
-            if c.trim().is_empty() {
-                return Err(usage("--cmd: empty command"));
-            }
-            vec![Program::Command {
-                template: c.clone(),
-            }]
-        }
-        (None, None) if allow_no_program => {
-            if let Some(p) = a.program.params.first() {
-                return Err(usage(format!(
-                    "--param {p}: parameters apply to the workloads named with -w; the \
-                     study's own workloads run with their defaults"
-                )));
-            }
-            Vec::new()
-        }
-        _ => {
-            return Err(usage(
-                "nothing to run: give -w WORKLOAD (see `smtlab list`) or --cmd 'COMMAND'",
-            ))
-        }
-    };
-    let models: Vec<Model> = a
-        .model
-        .split(',')
-        .map(|m| m.trim().parse::<Model>().map_err(usage))
-        .collect::<anyhow::Result<_>>()?;
-    let threads = parse_threads(&a.threads)?;
-    let allocs: Vec<String> = a.alloc.split(',').map(|s| s.trim().to_string()).collect();
-    for al in &allocs {
-        find_allocator(al).map_err(|e| usage(format!("--alloc: {e}")))?;
-    }
-    let spawn = match a.spawn.as_str() {
-        "exec" => Spawn::Exec,
-        "fork" => Spawn::Fork,
-        other => return Err(usage(format!("--spawn {other}: expected exec or fork"))),
-    };
-    if spawn == Spawn::Fork && allocs.iter().any(|al| al != "glibc") {
+/// The run specification of the command line: every flag is typed
+/// already; what is checked here is how they go together.
+fn spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
+    let (programs, metric) = a.program.programs(false)?;
+    if a.spawn == Spawn::Fork && a.alloc.iter().any(|al| al.name != "glibc") {
         return Err(usage(
             "--alloc needs --spawn exec: a forked worker keeps the parent's allocator (LD_PRELOAD acts at exec)",
         ));
     }
-    let is_cmd = a.program.cmd.is_some();
-    let mode = match (&a.duration, a.work) {
-        (_, Some(0)) => return Err(usage("--work 0: give a positive number of operations")),
-        (None, Some(w)) if !is_cmd => Some(Mode::FixedWork { work: w }),
-        (Some(d), None) if !is_cmd => Some(Mode::FixedTime {
-            seconds: parse_duration("--duration", d)?,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(usage(
-                "--duration and --work apply to built-in workloads; a --cmd runs to completion",
-            ))
-        }
-    };
-    let metric = match &a.program.metric {
-        None => None,
-        Some(m) => {
-            let (name, re) = m
-                .split_once('=')
-                .ok_or_else(|| usage(format!("--metric {m}: expected NAME=REGEX")))?;
-            regex::Regex::new(re).map_err(|e| {
-                // regex's message draws a caret under the fault over
-                // several lines; its last line says what is wrong.
-                let what = e.to_string();
-                let what = what.lines().last().unwrap_or_default().trim();
-                usage(format!(
-                    "--metric {m}: bad regex: {}",
-                    what.strip_prefix("error: ").unwrap_or(what)
-                ))
-            })?;
-            let higher = match a.program.metric_better.as_str() {
-                "higher" => true,
-                "lower" => false,
-                o => {
-                    return Err(usage(format!(
-                        "--metric-better {o}: expected higher or lower"
-                    )))
-                }
-            };
-            Some(MetricSpec {
-                name: name.trim().to_string(),
-                regex: re.to_string(),
-                unit: a.program.metric_unit.clone(),
-                higher_is_better: higher,
-            })
-        }
-    };
-    if a.min_samples == 0 {
-        return Err(usage("--min-samples 0: at least 1 sample is needed"));
-    }
-    if a.max_samples < a.min_samples {
-        return Err(usage(format!(
-            "--max-samples {} is below --min-samples {}",
-            a.max_samples, a.min_samples
-        )));
-    }
-    let seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
     Ok(RunSpec {
         programs,
-        models,
-        placements: placements(&a.placement)?,
-        threads,
-        allocs,
-        spawn,
-        mode,
+        models: a.model.clone(),
+        placements: a.placement.iter().flat_map(|p| p.0.clone()).collect(),
+        threads: a.threads.0.clone(),
+        allocs: a.alloc.iter().map(|al| al.name.clone()).collect(),
+        spawn: a.spawn,
+        mode: a.program.mode(a.duration, a.work)?,
         metric,
         warmup: a.warmup,
         min_samples: a.min_samples,
         max_samples: a.max_samples,
-        precision: parse_fraction("--precision", &a.precision)?,
-        max_time_s: parse_duration("--max-time", &a.max_time)?,
-        timeout_s: a
-            .timeout
-            .as_deref()
-            .map(|t| parse_duration("--timeout", t))
-            .transpose()?,
-        seed,
+        precision: a.precision,
+        max_time_s: a.max_time,
+        timeout_s: a.timeout,
+        seed: seed_or_clock(a.seed),
         counters: !a.no_counters,
         study: None,
+    })
+}
+
+/// `--seed`, or one from the clock (printed and stored with the run).
+pub fn seed_or_clock(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
     })
 }
 
@@ -366,7 +185,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         ));
     }
     let topo = a.source.load()?;
-    let (store, run_id, spec, points) = match a.resume {
+    let (store, run_id, spec, points, preloads) = match a.resume {
         Some(id) => {
             let store = Store::open_existing(&a.db).map_err(usage)?;
             let rec = store.run(id).map_err(usage)?;
@@ -380,26 +199,28 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 .with_context(|| format!("run {id}: stored configuration is unreadable"))?;
             let points = store.points(id)?;
             store.set_run_status(id, RunStatus::Running)?;
-            (Some(store), id, spec, points)
+            if a.dry_run {
+                let pts: Vec<Point> = points.into_iter().map(|(_, p)| p).collect();
+                return print_plan(&spec, &pts, a.json);
+            }
+            // The stored run names its allocators; find them here, once.
+            let preloads =
+                Preloads::find(&spec.allocs).map_err(|e| usage(format!("--alloc: {e}")))?;
+            (store, id, spec, points, preloads)
         }
         None => {
-            let spec = build_spec(&a)?;
+            let spec = spec(&a)?;
             let points = plan::expand(&topo, &spec).map_err(usage)?;
             if a.dry_run {
                 return print_plan(&spec, &points, a.json);
             }
             let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points)?;
-            (Some(store), run_id, spec, stored)
+            (store, run_id, spec, stored, Preloads::of(&a.alloc))
         }
     };
-    let store = store.expect("opened above");
-    if a.dry_run {
-        let pts: Vec<Point> = points.iter().map(|(_, p)| p.clone()).collect();
-        return print_plan(&spec, &pts, a.json);
-    }
 
     let quiet = a.json || !std::io::stderr().is_terminal();
-    let status = measure(&store, run_id, &spec, &points, &a.db, quiet)?;
+    let status = measure(&store, run_id, &spec, &points, preloads, &a.db, quiet)?;
     let reports = point_summaries(&store, run_id, spec.seed)?;
     let text = if a.json {
         serde_json::to_string_pretty(&results::run_json(run_id, status, &reports))? + "\n"
@@ -452,6 +273,7 @@ pub fn measure(
     run_id: i64,
     spec: &RunSpec,
     points: &[(i64, Point)],
+    preloads: Preloads,
     db: &std::path::Path,
     quiet: bool,
 ) -> anyhow::Result<RunStatus> {
@@ -467,19 +289,10 @@ pub fn measure(
         );
     }
     let mut sink = Progress::new(spec, points.len(), quiet);
-    let metric_regex = spec
-        .metric
-        .as_ref()
-        .map(|m| regex::Regex::new(&m.regex).expect("validated when the run was planned"));
     let exe = std::env::current_exe().context("locating the smtlab binary")?;
-    // All allocators in one engine run: their points are interleaved like
+    // All allocators in one measurement: their points are interleaved like
     // any others, so drift of the machine cannot favour one allocator.
-    let mut preloads = BTreeMap::new();
-    for alloc in &spec.allocs {
-        let preload = find_allocator(alloc).map_err(|e| usage(format!("--alloc: {e}")))?;
-        preloads.insert(alloc.clone(), preload);
-    }
-    let ctx = SampleContext {
+    let mut ctx = SampleContext {
         exe,
         preloads,
         timeout: spec
@@ -488,9 +301,8 @@ pub fn measure(
             .or_else(|| default_timeout(points)),
         counters: spec.counters,
         stop,
-        metric_regex,
+        metric_regex: spec.metric.as_ref().map(|m| m.regex.regex().clone()),
     };
-    let mut ctx = ctx;
     let end = engine::measure(store, points, spec, &mut ctx, &mut sink)?;
     sink.finish();
     let status = match end {

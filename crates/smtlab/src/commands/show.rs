@@ -11,13 +11,14 @@ use smtlab_store::Store;
 use super::results;
 use super::runs::utc;
 use crate::exit::usage;
+use crate::flags::{self, RunRef};
 use crate::output;
 
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// Run id (see `smtlab runs`), or `latest`
-    #[arg(value_name = "RUN", default_value = "latest")]
-    pub run: String,
+    #[arg(value_name = "RUN", default_value = "latest", value_parser = flags::run_ref("RUN"))]
+    pub run: RunRef,
     /// SQLite store
     #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
     pub db: PathBuf,
@@ -26,31 +27,9 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// A run id as the user gave it: a number or `latest`. `what` names the
-/// argument in errors.
-pub fn resolve_run(
-    store: &Store,
-    text: &str,
-    db: &std::path::Path,
-    what: &str,
-) -> anyhow::Result<i64> {
-    if text == "latest" {
-        return store
-            .latest_run_id()?
-            .ok_or_else(|| usage(format!("{what} latest: {} holds no runs", db.display())));
-    }
-    let id = text.parse::<i64>().map_err(|_| {
-        usage(format!(
-            "{what} {text}: expected a run id (see `smtlab runs`) or latest"
-        ))
-    })?;
-    store.run(id).map_err(usage)?;
-    Ok(id)
-}
-
 pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let id = resolve_run(&store, &a.run, &a.db, "RUN")?;
+    let id = a.run.resolve(&store, &a.db, "RUN")?;
     let rec = store.run(id).map_err(usage)?;
     let reports = point_summaries(&store, id, rec.seed)?;
     if a.json {

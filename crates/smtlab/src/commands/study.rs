@@ -5,75 +5,76 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use smtlab_study::{self as study, Overrides, StudyKind};
-use smtlab_types::RunStatus;
-use smtlab_types::{Model, Point};
+use smtlab_plan::allocator::{Allocator, Preloads};
+use smtlab_store::RunStatus;
+use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
+use smtlab_study::{self as study, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest};
+use smtlab_types::{Model, Point, RunSpec};
 
 use super::program_args::ProgramArgs;
-use super::report::{self, Built};
+use super::report;
 use super::results;
-use super::run::{self, RunArgs};
+use super::run;
 use super::topology_source::TopologySource;
 use crate::exit::usage;
+use crate::flags::{self, WorkerCounts};
 use crate::output;
 
 #[derive(Args, Debug)]
-#[command(after_help = "Studies:
-  (no name)  a tour over the default workloads: about a minute on 2 cores
-  models     thread vs process model at every N, compact and scatter
-  smt        1..k threads on the k PUs of one core, both models
-  cores      one PU per core, 1..cores, both models
-  pinning    N threads on one core's PUs vs on the first PU of N cores (N = PUs per core)
-  oversub    software threads 1, 2, 4, ... up to 4x the PUs (default workload parfib)
-  alloc      allocators (glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc:
-             those installed) x thread/process model on jbb and the allocation benchmarks
-
-Examples:
-  smtlab study
-  smtlab study models -w jbb
-  smtlab study oversub -w parfib
-  smtlab study pinning --synthetic 'core:8 pu:8' --dry-run
-  smtlab study smt --fsroot DUMP --dry-run   (DUMP: an extracted hwloc sysfs dump)")]
+#[command(after_help = after_help())]
 pub struct StudyArgs {
-    /// models, smt, cores, pinning or oversub; none for the tour
-    #[arg(value_name = "NAME")]
-    pub name: Option<String>,
+    #[arg(value_name = "NAME", value_parser = flags::parsed::<StudyKind>, help = name_help())]
+    pub name: Option<StudyKind>,
     #[command(flatten)]
     pub program: ProgramArgs,
     /// Models instead of the study's own (thread, process, hybrid:PxT)
-    #[arg(long, value_name = "MODELS")]
-    pub model: Option<String>,
+    #[arg(
+        long,
+        value_name = "MODELS",
+        value_delimiter = ',',
+        value_parser = flags::parsed::<Model>
+    )]
+    pub model: Option<Vec<Model>>,
     /// Worker counts instead of the study's own (1,2,4 or 1-4)
-    #[arg(short = 'n', long, value_name = "LIST")]
-    pub threads: Option<String>,
+    #[arg(short = 'n', long, value_name = "LIST", value_parser = flags::worker_counts)]
+    pub threads: Option<WorkerCounts>,
     /// Allocators, comma-separated [default: glibc; the alloc study: every
     /// one installed]
-    #[arg(long, value_name = "LIST")]
-    pub alloc: Option<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = flags::allocator)]
+    pub alloc: Option<Vec<Allocator>>,
     /// Fixed-time mode for every workload (e.g. 500ms)
-    #[arg(long, value_name = "TIME", conflicts_with = "work")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "TIME", conflicts_with = "work", value_parser = flags::seconds("--duration"))]
+    pub duration: Option<f64>,
     /// Fixed-work mode: this much work per sample
-    #[arg(long, value_name = "OPS")]
+    #[arg(long, value_name = "OPS", value_parser = flags::work)]
     pub work: Option<u64>,
     /// Warm-up samples per point
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = Sampling::defaults(StudyKind::Models).warmup)]
     pub warmup: usize,
     /// Measured samples per point, at least
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = Sampling::defaults(StudyKind::Models).min_samples)]
     pub min_samples: usize,
-    /// Measured samples per point, at most [default: 10; the tour 7]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = default_help("Measured samples per point, at most", |s| s.max_samples.to_string()))]
     pub max_samples: Option<usize>,
-    /// Target 95% CI half-width of each median [default: 2%; the tour 3%]
-    #[arg(long, value_name = "FRACTION")]
-    pub precision: Option<String>,
-    /// Most time per point [default: 15s; the tour 6s]
-    #[arg(long, value_name = "TIME")]
-    pub max_time: Option<String>,
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        value_parser = flags::fraction("--precision"),
+        help = default_help("Target 95% CI half-width of each median", |s| {
+            format!("{}%", (s.precision * 1000.0).round() / 10.0)
+        })
+    )]
+    pub precision: Option<f64>,
+    #[arg(
+        long,
+        value_name = "TIME",
+        value_parser = flags::seconds("--max-time"),
+        help = default_help("Most time per point", |s| format!("{}s", s.max_time_s))
+    )]
+    pub max_time: Option<f64>,
     /// Kill a sample's workers past this time
-    #[arg(long, value_name = "TIME")]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = flags::seconds("--timeout"))]
+    pub timeout: Option<f64>,
     /// Seed of the measurement order and the bootstrap
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -96,75 +97,95 @@ pub struct StudyArgs {
     pub source: TopologySource,
 }
 
+/// `models, smt, ... or alloc; none for the tour`, from the one list of
+/// studies.
+fn name_help() -> String {
+    let names: Vec<&str> = StudyKind::named().map(StudyKind::name).collect();
+    let (last, rest) = names.split_last().expect("there are studies");
+    format!("{} or {last}; none for the tour", rest.join(", "))
+}
+
+/// `--help`'s list of studies and examples, from the one list of studies.
+fn after_help() -> String {
+    // Wrapped here, with a hanging indent under the description column:
+    // clap would rewrap a long line flush left.
+    const WIDTH: usize = 90;
+    const INDENT: usize = 13;
+    let mut s = String::from("Studies:\n");
+    for k in StudyKind::ALL {
+        let name = if k == StudyKind::Tour {
+            "(no name)"
+        } else {
+            k.name()
+        };
+        let mut line = format!("  {name:<9}  ");
+        for word in k.sweep().split_whitespace() {
+            if line.len() + 1 + word.len() > WIDTH && line.trim().len() > name.len() {
+                s.push_str(line.trim_end());
+                s.push('\n');
+                line = " ".repeat(INDENT);
+            }
+            if !line.ends_with(' ') {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s.push_str(
+        "\nExamples:
+  smtlab study
+  smtlab study models -w jbb
+  smtlab study oversub -w parfib
+  smtlab study pinning --synthetic 'core:8 pu:8' --dry-run
+  smtlab study smt --fsroot DUMP --dry-run   (DUMP: an extracted hwloc sysfs dump)",
+    );
+    s
+}
+
+/// A flag's help with its default for studies and for the tour, from the
+/// library's defaults (`[default: 10; the tour 7]`).
+fn default_help(what: &str, value: impl Fn(&Sampling) -> String) -> String {
+    format!(
+        "{what} [default: {}; the tour {}]",
+        value(&Sampling::defaults(StudyKind::Models)),
+        value(&Sampling::defaults(StudyKind::Tour))
+    )
+}
+
 pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
-    let kind = match &a.name {
-        None => StudyKind::Tour,
-        Some(n) => n.parse::<StudyKind>().map_err(usage)?,
-    };
+    let kind = a.name.unwrap_or(StudyKind::Tour);
     if !a.dry_run && !a.source.is_live() {
         return Err(usage(
             "--fsroot/--synthetic plan for another machine: add --dry-run (only this machine can be measured)",
         ));
     }
     let topo = a.source.load()?;
-    let tour = kind == StudyKind::Tour;
-    let run_args = RunArgs {
-        program: a.program.clone(),
-        model: "thread".into(),
-        placement: vec!["compact".into()],
-        threads: "1".into(),
-        alloc: a.alloc.clone().unwrap_or_else(|| "glibc".into()),
-        spawn: "exec".into(),
-        duration: a.duration.clone(),
-        work: a.work,
-        warmup: a.warmup,
-        min_samples: a.min_samples,
-        max_samples: a
-            .max_samples
-            .unwrap_or(if tour { 7 } else { 10 })
-            .max(a.min_samples),
-        precision: a
-            .precision
-            .clone()
-            .unwrap_or_else(|| if tour { "3%" } else { "2%" }.into()),
-        max_time: a
-            .max_time
-            .clone()
-            .unwrap_or_else(|| if tour { "6s" } else { "15s" }.into()),
-        timeout: a.timeout.clone(),
-        seed: a.seed,
-        no_counters: a.no_counters,
-        db: a.db.clone(),
-        dry_run: a.dry_run,
-        resume: None,
-        json: a.json,
-        source: a.source.clone(),
+    let (programs, metric) = a.program.programs(true)?;
+    let req = StudyRequest {
+        programs,
+        metric,
+        models: a.model.clone(),
+        threads: a.threads.as_ref().map(|w| w.0.clone()),
+        allocators: a.alloc.clone(),
+        mode: a.program.mode(a.duration, a.work)?,
+        sampling: SamplingRequest {
+            warmup: Some(a.warmup),
+            min_samples: Some(a.min_samples),
+            max_samples: a.max_samples,
+            precision: a.precision,
+            max_time_s: a.max_time,
+            timeout_s: a.timeout,
+        },
+        seed: run::seed_or_clock(a.seed),
+        counters: !a.no_counters,
     };
-    if a.max_samples.is_some_and(|m| m < a.min_samples) {
-        return Err(usage(format!(
-            "--max-samples {} is below --min-samples {}",
-            a.max_samples.unwrap_or(0),
-            a.min_samples
-        )));
-    }
-    let base = run::build_spec_from(&run_args, true)?;
-    let over = Overrides {
-        models: a
-            .model
-            .as_deref()
-            .map(|m| {
-                m.split(',')
-                    .map(|x| x.trim().parse::<Model>().map_err(usage))
-                    .collect::<anyhow::Result<Vec<_>>>()
-            })
-            .transpose()?,
-        threads: a.threads.as_deref().map(run::parse_threads).transpose()?,
-        allocs: a
-            .alloc
-            .as_deref()
-            .map(|l| l.split(',').map(|x| x.trim().to_string()).collect()),
-    };
-    let (spec, points) = study::plan(kind, &topo, base, &over).map_err(usage)?;
+    let StudyPlan {
+        spec,
+        points,
+        allocators,
+    } = study::plan(kind, &topo, req).map_err(usage)?;
     let meta = spec.study.clone().expect("study::plan sets the study");
     if a.dry_run {
         return print_plan(kind, &spec, &points, a.json);
@@ -178,7 +199,8 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         }
     }
     let (store, run_id, stored) = run::create_run(&a.db, &spec, &topo, &points)?;
-    let status = run::measure(&store, run_id, &spec, &stored, &a.db, quiet)?;
+    let preloads = Preloads::of(&allocators);
+    let status = run::measure(&store, run_id, &spec, &stored, preloads, &a.db, quiet)?;
     if status == RunStatus::Interrupted {
         eprintln!(
             "smtlab: study run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}, then write its report with: smtlab report {run_id} --db {}",
@@ -187,12 +209,13 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         );
         return Ok(130);
     }
-    let dir = a.out.clone().unwrap_or_else(|| report::default_dir(run_id));
-    let built = report::build(&store, run_id, &dir)?;
+    let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
+    let record = store.run(run_id)?;
+    let reported = report_run(&store, record, &dir)?;
     let text = if a.json {
-        serde_json::to_string_pretty(&report::json(run_id, status, &built))? + "\n"
+        serde_json::to_string_pretty(&study_json(run_id, status, &reported))? + "\n"
     } else {
-        render(kind, run_id, status, &built)
+        render(kind, run_id, status, &reported)
     };
     output::print(&text)?;
     Ok(0)
@@ -200,7 +223,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
 
 /// The terminal text of a finished study: results, study tables, verdicts,
 /// recommendations, limits, and where the report is.
-fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &Built) -> String {
+fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &ReportedRun) -> String {
     let mut s = String::new();
     s.push_str(&format!("smtlab study {kind}: {}\n\n", kind.question()));
     let reports: Vec<_> = b.data.points.iter().map(|p| p.report.clone()).collect();
@@ -211,7 +234,7 @@ fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &Built) -> String 
 
 fn print_plan(
     kind: StudyKind,
-    spec: &smtlab_types::RunSpec,
+    spec: &RunSpec,
     points: &[Point],
     json: bool,
 ) -> anyhow::Result<i32> {

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use smtlab_topology::sysfs;
 use smtlab_topology::Topology;
-use smtlab_topology::{synthetic, sysfs};
 
 use crate::exit::usage;
+use crate::flags;
 
 #[derive(Args, Debug, Clone)]
 pub struct TopologySource {
@@ -16,15 +17,15 @@ pub struct TopologySource {
     pub fsroot: Option<PathBuf>,
     /// Use a synthetic machine, e.g. "package:2 core:8 pu:2" (levels: package,
     /// numa, l3, l2, l1, core, pu)
-    #[arg(long, value_name = "SPEC")]
-    pub synthetic: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = flags::synthetic)]
+    pub synthetic: Option<Topology>,
 }
 
 impl TopologySource {
     /// Load the topology; a bad root or spec is a usage error.
     pub fn load(&self) -> anyhow::Result<Topology> {
-        if let Some(spec) = &self.synthetic {
-            return synthetic::parse(spec).map_err(usage);
+        if let Some(topo) = &self.synthetic {
+            return Ok(topo.clone());
         }
         match &self.fsroot {
             Some(root) => sysfs::read_root(root).map_err(usage),

@@ -1,0 +1,365 @@
+//! Planning a study: which programs, models, placements, N, allocators and
+//! sampling answer its question on this machine, and the sentences saying
+//! what the machine cannot show. The result is an ordinary [`RunSpec`]
+//! (stored with the run, so `report` and `--resume` rebuild it) and its
+//! points. Nothing here invents a number: where the hardware lacks SMT or
+//! cores, the study says so and plans only what exists.
+
+use std::collections::BTreeMap;
+
+use smtlab_plan::allocator::{self, Allocator, AllocatorError};
+use smtlab_plan::{expand, PlanError};
+use smtlab_topology::placement::place;
+use smtlab_topology::Topology;
+use smtlab_types::{
+    MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind, StudyMeta,
+};
+
+use crate::shape::{shape, Shape};
+
+/// What the command line fixed for a study; `None` (or no programs) leaves
+/// it to the study. Every value is typed and checked already: the study
+/// only fills in what is missing.
+#[derive(Debug, Clone, Default)]
+pub struct StudyRequest {
+    /// Empty: the study's own workloads ([`default_programs`]).
+    pub programs: Vec<Program>,
+    /// `--metric` of a `--cmd`.
+    pub metric: Option<MetricSpec>,
+    pub models: Option<Vec<Model>>,
+    pub threads: Option<Vec<usize>>,
+    /// The allocators to compare, found (`--alloc`). Default: glibc; for the
+    /// alloc study every one installed.
+    pub allocators: Option<Vec<Allocator>>,
+    /// `--duration`/`--work`; default: each workload's own (the alloc
+    /// study: 0.5 s of fixed time).
+    pub mode: Option<Mode>,
+    pub sampling: SamplingRequest,
+    pub seed: u64,
+    pub counters: bool,
+}
+
+/// The sampling flags as given; `None` takes the study's default
+/// ([`Sampling::defaults`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SamplingRequest {
+    pub warmup: Option<usize>,
+    pub min_samples: Option<usize>,
+    pub max_samples: Option<usize>,
+    pub precision: Option<f64>,
+    pub max_time_s: Option<f64>,
+    pub timeout_s: Option<f64>,
+}
+
+/// How a study samples each point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub warmup: usize,
+    pub min_samples: usize,
+    pub max_samples: usize,
+    pub precision: f64,
+    pub max_time_s: f64,
+}
+
+impl Sampling {
+    /// A study's defaults: one warm-up, 5 to 10 samples to a 2% CI within
+    /// 15 s per point; the tour, which must fit in about a minute on 2
+    /// cores, at most 7 samples to 3% within 6 s.
+    pub fn defaults(kind: StudyKind) -> Sampling {
+        let tour = kind == StudyKind::Tour;
+        Sampling {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: if tour { 7 } else { 10 },
+            precision: if tour { 0.03 } else { 0.02 },
+            max_time_s: if tour { 6.0 } else { 15.0 },
+        }
+    }
+
+    /// The defaults of `kind` where `given` says nothing. A default maximum
+    /// below a given minimum is raised to it (the user asked for that many);
+    /// a given maximum below the minimum is the user's mistake, refused when
+    /// the plan is expanded.
+    pub fn resolve(kind: StudyKind, given: &SamplingRequest) -> Sampling {
+        let d = Sampling::defaults(kind);
+        let min_samples = given.min_samples.unwrap_or(d.min_samples);
+        Sampling {
+            warmup: given.warmup.unwrap_or(d.warmup),
+            min_samples,
+            max_samples: given
+                .max_samples
+                .unwrap_or_else(|| d.max_samples.max(min_samples)),
+            precision: given.precision.unwrap_or(d.precision),
+            max_time_s: given.max_time_s.unwrap_or(d.max_time_s),
+        }
+    }
+}
+
+/// A study planned for a machine: the run specification (carrying the
+/// study's [`StudyMeta`]), its points, and the allocators it measures,
+/// found.
+#[derive(Debug, Clone)]
+pub struct StudyPlan {
+    pub spec: RunSpec,
+    pub points: Vec<Point>,
+    pub allocators: Vec<Allocator>,
+}
+
+/// The allocation benchmarks of the alloc study (besides jbb).
+pub const ALLOC_BENCHMARKS: [&str; 5] = [
+    "larson",
+    "xmalloc",
+    "cache_scratch",
+    "cache_thrash",
+    "mstress",
+];
+
+/// The default workloads of studies and the tour, sized so the whole tour
+/// fits in about a minute on a 2-core machine (each sample 0.2-1 s): jbb
+/// (server throughput), parfib (divide and conquer), sumeuler (irregular
+/// integer work) and mandel (irregular floating point).
+pub fn default_programs(kind: StudyKind) -> Vec<Program> {
+    let p = |w: &str, params: &[(&str, &str)]| Program::Builtin {
+        workload: w.to_string(),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+    };
+    match kind {
+        // Oversubscription shows best on a fixed problem whose threads
+        // compete for PUs: parfib is the classic.
+        StudyKind::Oversub => vec![p("parfib", &[("n", "41")])],
+        StudyKind::Alloc => {
+            let mut v = vec![p("jbb", &[])];
+            v.extend(ALLOC_BENCHMARKS.iter().map(|w| p(w, &[])));
+            // What a core-aware allocator is for: the foreign share, with
+            // threads pinned and with threads migrating.
+            v.push(p("allocprobe", &[]));
+            v.push(p("allocprobe", &[("migrate", "1")]));
+            v
+        }
+        _ => vec![
+            p("jbb", &[]),
+            p("parfib", &[("n", "41")]),
+            p("sumeuler", &[("n", "5000")]),
+            p(
+                "mandel",
+                &[("width", "512"), ("height", "512"), ("iters", "1000")],
+            ),
+        ],
+    }
+}
+
+/// 1..=max when small; beyond 16 a ladder of powers of two plus `max`, so a
+/// 256-PU machine is covered in 10 steps instead of 256.
+pub fn ladder(max: usize) -> Vec<usize> {
+    if max <= 16 {
+        return (1..=max.max(1)).collect();
+    }
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|&n| n < max)
+        .collect();
+    v.push(max);
+    v
+}
+
+/// 1, 2, 4, ... up to `4 * pus` (always including `pus` and `4 * pus`).
+pub fn oversub_ladder(pus: usize) -> Vec<usize> {
+    let top = 4 * pus.max(1);
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|&n| n < top)
+        .collect();
+    v.push(pus.max(1));
+    v.push(top);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Plan a study on `topo`: the study sets programs, models, placements, N,
+/// allocators, mode and sampling wherever `req` leaves them open.
+pub fn plan(kind: StudyKind, topo: &Topology, req: StudyRequest) -> Result<StudyPlan, PlanError> {
+    let sh = shape(topo);
+    let programs = if req.programs.is_empty() {
+        default_programs(kind)
+    } else {
+        req.programs
+    };
+    let mut limits = Vec::new();
+    let mut notes = Vec::new();
+    let no_smt = sh.pus_per_core <= 1;
+    let both = vec![Model::Thread, Model::Process];
+    let (models, placements, threads): (Vec<Model>, Vec<&str>, Vec<usize>) = match kind {
+        StudyKind::Tour | StudyKind::Models => {
+            if no_smt && kind == StudyKind::Tour {
+                limits.push(no_smt_sentence(topo, "whether SMT siblings pay"));
+            }
+            (both, vec!["compact", "scatter"], ladder(sh.pus))
+        }
+        StudyKind::Smt => {
+            if no_smt {
+                limits.push(no_smt_sentence(
+                    topo,
+                    "SMT scalability (1..k threads on the k PUs of one core)",
+                ));
+            }
+            // compact fills core 0's siblings first, so N <= k stays on it.
+            (both, vec!["compact"], (1..=sh.pus_per_core).collect())
+        }
+        StudyKind::Cores => {
+            if sh.cores <= 1 {
+                limits.push(
+                    "This machine has a single usable core, so core scalability cannot be \
+                     measured here: with C cores the study runs one worker per core at N = 1..C."
+                        .to_string(),
+                );
+            }
+            (both, vec!["core"], ladder(sh.cores))
+        }
+        StudyKind::Pinning => {
+            if no_smt {
+                limits.push(no_smt_sentence(
+                    topo,
+                    "the pinning comparison (N threads on one core's siblings vs on N cores)",
+                ));
+            } else if sh.cores < sh.pus_per_core {
+                limits.push(format!(
+                    "This machine has {} usable cores but {} PUs per core, so {} threads cannot \
+                     each get a core of their own: the across-cores placement is not measured.",
+                    sh.cores, sh.pus_per_core, sh.pus_per_core
+                ));
+            }
+            let placements = if no_smt || sh.cores < sh.pus_per_core {
+                vec!["compact"]
+            } else {
+                vec!["compact", "core"]
+            };
+            (vec![Model::Thread], placements, vec![sh.pus_per_core])
+        }
+        StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
+        // Every PU busy: where allocators differ most.
+        StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
+    };
+    let mut mode = req.mode;
+    let allocators = match (kind, req.allocators) {
+        (_, Some(given)) => given,
+        (StudyKind::Alloc, None) => {
+            let (found, missing) = allocator::installed();
+            if !missing.is_empty() {
+                let missing: Vec<String> = missing
+                    .iter()
+                    .map(|(a, e)| match e {
+                        AllocatorError::NotBuilt { .. } => format!(
+                            "{} (build it: cargo build --release -p {})",
+                            a.name, a.package
+                        ),
+                        _ => format!("{} (install the Debian package {})", a.name, a.package),
+                    })
+                    .collect();
+                limits.push(format!(
+                    "Not installed here, so not measured: {}.",
+                    missing.join(", ")
+                ));
+            }
+            found
+        }
+        (_, None) => vec![Allocator {
+            name: "glibc".to_string(),
+            preload: None,
+        }],
+    };
+    if kind == StudyKind::Alloc && mode.is_none() {
+        // Half-second samples keep allocators x models x programs
+        // within minutes; every program here runs for a fixed time.
+        mode = Some(Mode::FixedTime { seconds: 0.5 });
+    }
+    let threads = req.threads.unwrap_or(threads);
+    if kind == StudyKind::Cores {
+        // `core` refuses more workers than cores; a user's --threads beyond
+        // that is a mistake worth naming rather than a crash mid-plan.
+        if let Some(&n) = threads.iter().find(|&&n| n > sh.cores) {
+            return Err(PlanError::MoreWorkersThanCores { n, cores: sh.cores });
+        }
+    }
+    let sampling = Sampling::resolve(kind, &req.sampling);
+    let mut spec = RunSpec {
+        programs,
+        models: req.models.unwrap_or(models),
+        placements: placements
+            .iter()
+            .map(|p| p.parse().expect("a study's own placements are valid"))
+            .collect(),
+        threads,
+        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
+        spawn: Spawn::Exec,
+        mode,
+        metric: req.metric,
+        warmup: sampling.warmup,
+        min_samples: sampling.min_samples,
+        max_samples: sampling.max_samples,
+        precision: sampling.precision,
+        max_time_s: sampling.max_time_s,
+        timeout_s: req.sampling.timeout_s,
+        seed: req.seed,
+        counters: req.counters,
+        study: None,
+    };
+    dedupe_placements(topo, &mut spec, &mut notes, sh)?;
+    spec.study = Some(StudyMeta {
+        kind,
+        limits,
+        notes,
+    });
+    let points = expand(topo, &spec)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
+/// The no-SMT sentence: what is missing, and what hardware would show it.
+fn no_smt_sentence(topo: &Topology, what: &str) -> String {
+    let cores = topo.cores.len();
+    format!(
+        "This machine has no SMT ({cores} core{}, one PU per core), so {what} cannot be measured \
+         here; on a machine with 2 or more PUs per core (e.g. Intel Hyper-Threading, AMD SMT, \
+         POWER SMT4/SMT8) this study would put threads on one core's siblings and show what \
+         each extra sibling adds. What can be measured here was run.",
+        if cores == 1 { "" } else { "s" }
+    )
+}
+
+/// Drop a placement that picks exactly the same CPUs as an earlier one at
+/// every N: measuring it twice would cost time and suggest a difference
+/// that cannot exist.
+fn dedupe_placements(
+    topo: &Topology,
+    spec: &mut RunSpec,
+    notes: &mut Vec<String>,
+    sh: Shape,
+) -> Result<(), PlanError> {
+    let mut kept: Vec<(PolicySpec, Vec<Option<Vec<u32>>>)> = Vec::new();
+    for placement in spec.placements.clone() {
+        let mut cpus = Vec::new();
+        for &n in &spec.threads {
+            cpus.push(place(topo, &placement.policy, n)?.cpus);
+        }
+        if let Some((first, _)) = kept.iter().find(|(_, c)| *c == cpus) {
+            notes.push(format!(
+                "{placement} picks the same CPUs as {first} at every N on this machine ({} \
+                 package{}, {} cores, {} PU{} per core), so only {first} was measured.",
+                sh.packages,
+                if sh.packages == 1 { "" } else { "s" },
+                sh.cores,
+                sh.pus_per_core,
+                if sh.pus_per_core == 1 { "" } else { "s" },
+            ));
+            continue;
+        }
+        kept.push((placement, cpus));
+    }
+    spec.placements = kept.into_iter().map(|(n, _)| n).collect();
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! Typed flag values: the clap value parsers of every flag whose value is
+//! more than a plain number or path. Each turns the text into the type the
+//! library takes, once, when the command line is parsed; nothing downstream
+//! parses it again. An error names the flag and the value and says what
+//! would be valid: it becomes the one line of a usage error (exit 2), see
+//! `exit::clap_error`.
+//!
+//! Two kinds of input are checked later, when there is what they need: a
+//! CPU expression (`--placement S0:0-3`, `pin -c`) against the machine it
+//! names, and workload parameters (`--param`) against the workload.
+
+use std::fmt;
+use std::str::FromStr;
+
+use smtlab_plan::allocator::Allocator;
+use smtlab_store::Store;
+use smtlab_topology::Topology;
+use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
+use smtlab_types::{MetricRegex, Policy, PolicySpec};
+use smtlab_workloads as workload;
+
+use crate::exit::usage;
+
+/// A flag value that is not one; the message is the whole usage error.
+#[derive(Debug)]
+pub struct BadValue(String);
+
+impl fmt::Display for BadValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadValue {}
+
+fn bad(message: String) -> BadValue {
+    BadValue(message)
+}
+
+/// `-w NAME`: a built-in workload.
+pub fn workload(text: &str) -> Result<String, BadValue> {
+    let w = text.trim();
+    match workload::builtin(w) {
+        Some(_) => Ok(w.to_string()),
+        None => Err(bad(format!(
+            "--workload {w}: no such workload; built in: {}",
+            workload::builtin_names().join(", ")
+        ))),
+    }
+}
+
+/// `--param KEY=VALUE`; whether the workload has such a parameter is
+/// checked with the workload, when the run is planned.
+pub fn param(text: &str) -> Result<(String, String), BadValue> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| bad(format!("--param {text}: expected KEY=VALUE")))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// `--metric NAME=REGEX`, the regex compiled.
+#[derive(Debug, Clone)]
+pub struct MetricArg {
+    pub name: String,
+    pub regex: MetricRegex,
+}
+
+pub fn metric(text: &str) -> Result<MetricArg, BadValue> {
+    let (name, re) = text
+        .split_once('=')
+        .ok_or_else(|| bad(format!("--metric {text}: expected NAME=REGEX")))?;
+    let regex = MetricRegex::new(re).map_err(|e| {
+        // regex's message draws a caret under the fault over several
+        // lines; its last line says what is wrong.
+        let what = e.to_string();
+        let what = what.lines().last().unwrap_or_default().trim();
+        bad(format!(
+            "--metric {text}: bad regex: {}",
+            what.strip_prefix("error: ").unwrap_or(what)
+        ))
+    })?;
+    Ok(MetricArg {
+        name: name.trim().to_string(),
+        regex,
+    })
+}
+
+/// `--metric-better higher|lower`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+pub fn better(text: &str) -> Result<Better, BadValue> {
+    match text {
+        "higher" => Ok(Better::Higher),
+        "lower" => Ok(Better::Lower),
+        other => Err(bad(format!(
+            "--metric-better {other}: expected higher or lower"
+        ))),
+    }
+}
+
+/// One `--placement` flag: a comma list of named placements, or else one
+/// CPU expression (whose own commas are part of it).
+#[derive(Debug, Clone)]
+pub struct Placements(pub Vec<PolicySpec>);
+
+pub fn placements(text: &str) -> Result<Placements, BadValue> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let named: Option<Vec<PolicySpec>> = parts
+        .iter()
+        .map(|p| p.parse::<PolicySpec>().ok())
+        .collect::<Option<Vec<_>>>()
+        .filter(|specs| specs.iter().all(|s| !matches!(s.policy, Policy::Expr(_))));
+    match named {
+        Some(specs) => Ok(Placements(specs)),
+        None => text
+            .parse::<PolicySpec>()
+            .map(|one| Placements(vec![one]))
+            .map_err(|e| bad(format!("--placement: {e}"))),
+    }
+}
+
+/// `place -p POLICY`: one placement policy.
+pub fn policy(text: &str) -> Result<Policy, BadValue> {
+    text.parse().map_err(|e| bad(format!("--placement: {e}")))
+}
+
+/// `--threads 1,2,4` or `1-8`: worker counts, each 1 or more.
+#[derive(Debug, Clone)]
+pub struct WorkerCounts(pub Vec<usize>);
+
+pub fn worker_counts(text: &str) -> Result<WorkerCounts, BadValue> {
+    // Worker counts have the syntax of CPU lists (1,2,4 or 1-8), so the
+    // CPU-list parser reads them; its errors are worded here for worker
+    // counts instead of CPUs.
+    let wrong = |why: String| {
+        bad(format!(
+            "--threads {text}: {why}; expected worker counts 1..={MAX_CPU} as a list or \
+             ranges, e.g. 1,2,4 or 1-8"
+        ))
+    };
+    let set = CpuSet::parse_list(text).map_err(|e| match e {
+        CpuSetError::BadToken { token } if token.is_empty() => wrong("an empty item".into()),
+        CpuSetError::BadToken { token } => wrong(format!("`{token}` is not a number")),
+        CpuSetError::Descending { token } => wrong(format!("`{token}` is a descending range")),
+        CpuSetError::TooLarge { cpu, .. } => wrong(format!("{cpu} is out of range")),
+        CpuSetError::BadMask { .. } => wrong(e.to_string()),
+    })?;
+    if set.is_empty() {
+        return Err(wrong("an empty item".into()));
+    }
+    if set.contains(0) {
+        return Err(wrong("0 is out of range".into()));
+    }
+    Ok(WorkerCounts(set.iter().map(|n| n as usize).collect()))
+}
+
+/// `--alloc NAME`: an allocator, found (its library located) now, so a
+/// missing one is refused before anything runs and found only once.
+pub fn allocator(text: &str) -> Result<Allocator, BadValue> {
+    Allocator::find(text.trim()).map_err(|e| bad(format!("--alloc: {e}")))
+}
+
+/// A duration flag (`--duration`, `--max-time`, `--timeout`) in seconds,
+/// longer than zero: `500ms`, `2s`, `1m`.
+pub fn seconds(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + Clone {
+    move |text: &str| {
+        let d = humantime::parse_duration(text.trim())
+            .map_err(|e| bad(format!("{flag} {text}: {e}; expected e.g. 500ms, 2s, 1m")))?;
+        if d.is_zero() {
+            return Err(bad(format!("{flag} {text}: must be longer than zero")));
+        }
+        Ok(d.as_secs_f64())
+    }
+}
+
+/// A fraction flag (`--precision`): `0.02` or `2%`, strictly between 0 and 1.
+pub fn fraction(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + Clone {
+    move |text: &str| {
+        let v = match text.trim().strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+            None => text.trim().parse::<f64>(),
+        };
+        match v {
+            Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+            _ => Err(bad(format!(
+                "{flag} {text}: expected a fraction between 0 and 1, such as 0.02 or 2%"
+            ))),
+        }
+    }
+}
+
+/// `--work N`: a positive amount of work. Not a number: clap's own
+/// message, as for every other integer flag.
+pub fn work(text: &str) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+    match text.parse::<u64>()? {
+        0 => Err(Box::new(bad(format!(
+            "--work {text}: give a positive number of operations"
+        )))),
+        n => Ok(n),
+    }
+}
+
+/// `--skip HEXMASK` of `smtlab pin`.
+pub fn skip_mask(text: &str) -> Result<u64, BadValue> {
+    smtlab_execute::pin::parse_skip_mask(text).map_err(|e| bad(format!("--skip: {e}")))
+}
+
+/// `--synthetic SPEC`: a machine described in hwloc's synthetic syntax.
+pub fn synthetic(text: &str) -> Result<Topology, BadValue> {
+    smtlab_topology::synthetic::parse(text).map_err(|e| bad(e.to_string()))
+}
+
+/// A run named on the command line: its id, or `latest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Latest,
+    Id(i64),
+}
+
+/// The parser of a run argument named `what` (`RUN`, `RUN_A`, ...).
+pub fn run_ref(what: &'static str) -> impl Fn(&str) -> Result<RunRef, BadValue> + Clone {
+    move |text: &str| {
+        if text == "latest" {
+            return Ok(RunRef::Latest);
+        }
+        text.parse::<i64>().map(RunRef::Id).map_err(|_| {
+            bad(format!(
+                "{what} {text}: expected a run id (see `smtlab runs`) or latest"
+            ))
+        })
+    }
+}
+
+impl RunRef {
+    /// The id of the run this names in `store` (whose file is `db`); a run
+    /// that is not there is a usage error naming `what`.
+    pub fn resolve(self, store: &Store, db: &std::path::Path, what: &str) -> anyhow::Result<i64> {
+        match self {
+            RunRef::Latest => store
+                .latest_run_id()?
+                .ok_or_else(|| usage(format!("{what} latest: {} holds no runs", db.display()))),
+            RunRef::Id(id) => {
+                store.run(id).map_err(usage)?;
+                Ok(id)
+            }
+        }
+    }
+}
+
+/// Any `FromStr` type whose error already names its flag and value
+/// (`--model`, `--spawn`, a study name), as a clap value parser.
+pub fn parsed<T>(text: &str) -> Result<T, BadValue>
+where
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    text.parse().map_err(|e: T::Err| bad(e.to_string()))
+}
+
+/// The message of a value parser's error, when it is one of ours: the
+/// complete one-line usage error. `None` for clap's own parsers (integers),
+/// whose message clap writes itself.
+pub fn own_message(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    e.downcast_ref::<BadValue>().map(|b| b.0.clone())
+}
