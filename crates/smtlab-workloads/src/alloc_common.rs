@@ -28,6 +28,7 @@ use std::sync::Mutex;
 
 use anyhow::bail;
 
+use crate::workload::WrongResult;
 use crate::{param_u64, Params, WorkerResult, WorkerSlot};
 
 /// splitmix64: a fast, well-mixed seeded generator; workloads need
@@ -250,25 +251,28 @@ impl Tally {
     }
 
     /// Whether a process's total balances; `Err` says how it does not.
-    pub fn balance(&self, name: &str) -> Result<(), String> {
+    pub fn balance(&self, name: &str) -> Result<(), WrongResult> {
         if self.broken > 0 {
             return Err(format!(
                 "{name}: {} block(s) did not hold the pattern written into them",
                 self.broken
-            ));
+            )
+            .into());
         }
         if self.allocs != self.frees + self.live {
             return Err(format!(
                 "{name}: {} blocks allocated but {} freed + {} alive at the end",
                 self.allocs, self.frees, self.live
-            ));
+            )
+            .into());
         }
         if self.alloc_tags != self.freed_tags.wrapping_add(self.live_tags) {
             return Err(format!(
                 "{name}: the tags read back from freed and live blocks do not add up to \
                  the tags allocated ({:#018x} != {:#018x} + {:#018x})",
                 self.alloc_tags, self.freed_tags, self.live_tags
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -321,31 +325,30 @@ impl Ledger {
         &self,
         results: &[(WorkerSlot, WorkerResult)],
         leftover: &Tally,
-    ) -> Result<(), String> {
+    ) -> Result<(), WrongResult> {
         let name = self.name;
         let workers = self.workers.lock().expect("not poisoned");
         let mut total = *self.other.lock().expect("not poisoned");
         total.add(leftover);
         for (slot, r) in results {
             let Some((tally, ops)) = workers.get(&slot.worker) else {
-                return Err(format!(
-                    "{name} worker {}: published no counts",
-                    slot.worker
-                ));
+                return Err(format!("{name} worker {}: published no counts", slot.worker).into());
             };
             if r.ops != *ops || r.checksum != tally.alloc_tags {
                 return Err(format!(
                     "{name} worker {}: reported {} ops (checksum {:#x}) but counted {ops} \
                      (checksum {:#x})",
                     slot.worker, r.ops, r.checksum, tally.alloc_tags
-                ));
+                )
+                .into());
             }
             if let Some(q) = slot.quota {
                 if r.ops != q {
                     return Err(format!(
                         "{name} worker {}: did {} ops, its quota was {q}",
                         slot.worker, r.ops
-                    ));
+                    )
+                    .into());
                 }
             }
         }

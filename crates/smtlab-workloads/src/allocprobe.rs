@@ -46,6 +46,7 @@ use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
 use crate::params::param_corrupt;
+use crate::workload::WrongResult;
 
 /// Bits of a 2 MiB frame number: `addr >> FRAME_SHIFT`.
 pub const FRAME_SHIFT: u32 = 21;
@@ -286,7 +287,7 @@ impl ProcessState for ProbeProcess {
         Ok(Box::new(self.make_worker(slot)))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         self.shared.ledger.verify(results, &Tally::default())
     }
 

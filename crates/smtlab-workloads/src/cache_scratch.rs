@@ -27,6 +27,7 @@ use smtlab_types::Mode;
 
 use super::alloc_common::{Ledger, Tally};
 use super::cache_thrash::{cache_params, size_writes, zeroed, CacheWorker};
+use crate::workload::WrongResult;
 
 pub struct CacheScratch;
 
@@ -112,7 +113,7 @@ impl ProcessState for ScratchProcess {
         Ok(Box::new(w))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         // Objects of threads that never started are still here.
         let left = self
             .objects

@@ -27,6 +27,7 @@ use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, Block, Ledger, Tally, MAX_BLOCK};
 use crate::params::param_corrupt;
+use crate::workload::WrongResult;
 
 pub struct CacheThrash;
 
@@ -132,7 +133,7 @@ impl ProcessState for CacheProcess {
         )))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         self.ledger.verify(results, &Tally::default())
     }
 }

@@ -37,6 +37,7 @@ use super::alloc_common::{
     param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
 };
 use crate::params::param_corrupt;
+use crate::workload::WrongResult;
 
 pub struct Larson;
 
@@ -222,7 +223,7 @@ impl ProcessState for LarsonProcess {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let mut left = Tally::default();
         if let Some(blocks) = self.shared.handoff.lock().expect("not poisoned").as_ref() {
             for b in blocks {

@@ -35,6 +35,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::params::{param_bytes, param_corrupt};
+use crate::workload::WrongResult;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -219,18 +220,19 @@ impl ProcessState for LatencyProcess {
         Ok(Box::new(self.make_worker(slot)?))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let problems = self.problems.lock().expect("not poisoned");
         for (slot, r) in results {
             if let Some(p) = problems.get(&slot.worker) {
-                return Err(p.clone());
+                return Err(p.clone().into());
             }
             if let Some(q) = slot.quota {
                 if r.ops != q {
                     return Err(format!(
                         "latency worker {}: did {} ops, its quota was {q}",
                         slot.worker, r.ops
-                    ));
+                    )
+                    .into());
                 }
             }
         }

@@ -47,5 +47,5 @@ pub use registry::{builtin, builtin_names};
 pub use task_queue::{QueueWords, TaskQueue, QUEUE_WORDS};
 pub use workload::{
     ParamSpec, ProcessContext, ProcessState, TimeMetric, WorkSplit, WorkerResult, WorkerSlot,
-    WorkerState, Workload, WorkloadInfo,
+    WorkerState, Workload, WorkloadInfo, WrongResult,
 };

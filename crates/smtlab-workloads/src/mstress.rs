@@ -29,6 +29,7 @@ use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
 use crate::params::param_corrupt;
+use crate::workload::WrongResult;
 
 pub struct Mstress;
 
@@ -166,7 +167,7 @@ impl ProcessState for MstressProcess {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         self.ledger.verify(results, &Tally::default())
     }
 }

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
+use crate::workload::WrongResult;
 use crate::{ProcessContext, ProcessState, TaskQueue, WorkerResult, WorkerSlot, WorkerState};
 use smtlab_types::Mode;
 
@@ -157,11 +158,11 @@ impl<J: Job> ProcessState for PoolProcess<J> {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let p = &self.0;
         let name = J::NAME;
         if results.is_empty() {
-            return Err(format!("{name}: no worker results"));
+            return Err(format!("{name}: no worker results").into());
         }
         let Some(total) = *p.grand_total.lock().expect("not poisoned") else {
             // The sample's last finisher is in another process, which checks
@@ -173,10 +174,11 @@ impl<J: Job> ProcessState for PoolProcess<J> {
             return Err(format!(
                 "{name}: only {dealt} of {} tasks were taken from the queue",
                 p.total_tasks
-            ));
+            )
+            .into());
         }
         if p.queue.word(W_EXPECTED_SET).load(Ordering::SeqCst) != 1 {
-            return Err(format!("{name}: the expected result was never published"));
+            return Err(format!("{name}: the expected result was never published").into());
         }
         let one = p.queue.word(W_EXPECTED).load(Ordering::SeqCst);
         let want = one.wrapping_mul(p.instances);
@@ -186,7 +188,8 @@ impl<J: Job> ProcessState for PoolProcess<J> {
                  ({one} each)",
                 p.job.describe(),
                 p.instances
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -331,7 +334,7 @@ pub fn run_by_hand(
     params: &[(&str, &str)],
     threads: usize,
     work: u64,
-) -> anyhow::Result<Result<(), String>> {
+) -> anyhow::Result<Result<(), WrongResult>> {
     use crate::testing;
     let params = testing::params(&w.info(), params).map_err(anyhow::Error::msg)?;
     let ctx = testing::ctx_mode(threads, Mode::FixedWork { work });

@@ -8,6 +8,7 @@
 //! value is verified exactly for any number of operations without redoing
 //! the work.
 
+use crate::workload::WrongResult;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -107,21 +108,23 @@ impl ProcessState for SpinProcess {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         for (slot, r) in results {
             let want = jump(seed_of(self.seed, slot.worker), r.ops * STEPS_PER_OP);
             if r.checksum != want {
                 return Err(format!(
                     "spin worker {}: checksum {:#018x} after {} ops, expected {want:#018x}",
                     slot.worker, r.checksum, r.ops
-                ));
+                )
+                .into());
             }
             if let Some(q) = slot.quota {
                 if r.ops != q {
                     return Err(format!(
                         "spin worker {}: did {} ops, its quota was {q}",
                         slot.worker, r.ops
-                    ));
+                    )
+                    .into());
                 }
             }
         }

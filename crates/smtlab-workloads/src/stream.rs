@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::bail;
 
+use crate::workload::WrongResult;
 use crate::{
     param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
     WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -180,24 +181,26 @@ impl ProcessState for StreamProcess {
         Ok(Box::new(self.make_worker(slot)))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let problems = self.problems.lock().expect("not poisoned");
         for (slot, r) in results {
             if let Some(p) = problems.get(&slot.worker) {
-                return Err(p.clone());
+                return Err(p.clone().into());
             }
             if r.checksum != 0 {
                 return Err(format!(
                     "stream worker {}: {} wrong elements of a[] after {} ops",
                     slot.worker, r.checksum, r.ops
-                ));
+                )
+                .into());
             }
             if let Some(q) = slot.quota {
                 if r.ops != q {
                     return Err(format!(
                         "stream worker {}: did {} ops, its quota was {q}",
                         slot.worker, r.ops
-                    ));
+                    )
+                    .into());
                 }
             }
         }

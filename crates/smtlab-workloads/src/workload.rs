@@ -122,6 +122,32 @@ pub struct WorkerSlot {
     pub quota: Option<u64>,
 }
 
+/// Why a sample's result is wrong: what a workload's check found, in words
+/// (`jbb warehouse 1: district 3 YTD ...`). The sample fails with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct WrongResult(pub String);
+
+impl From<String> for WrongResult {
+    fn from(what: String) -> Self {
+        WrongResult(what)
+    }
+}
+
+impl From<&str> for WrongResult {
+    fn from(what: &str) -> Self {
+        WrongResult(what.to_string())
+    }
+}
+
+/// The message, to search or print.
+impl std::ops::Deref for WrongResult {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A worker's result after the window, for verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerResult {
@@ -151,7 +177,7 @@ pub trait ProcessState: Send + Sync {
     fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>>;
 
     /// Check the results of this process's workers; `Err` says what is wrong.
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String>;
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult>;
 
     /// What this process observed besides operations, after the window and
     /// after [`ProcessState::verify`]: named **additive** counts (an

@@ -30,6 +30,7 @@ use super::alloc_common::{
     param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
 };
 use crate::params::param_corrupt;
+use crate::workload::WrongResult;
 
 pub struct Xmalloc;
 
@@ -169,7 +170,7 @@ impl ProcessState for XmallocProcess {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let mut left = Tally::default();
         for inbox in &self.shared.inboxes {
             for b in inbox.lock().expect("not poisoned").iter().flatten() {

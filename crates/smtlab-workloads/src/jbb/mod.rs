@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::workload::WrongResult;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -61,7 +62,7 @@ pub struct Jbb;
 struct Report {
     transactions: u64,
     digest: u64,
-    check: Result<(), String>,
+    check: Result<(), WrongResult>,
 }
 
 type Reports = Arc<Mutex<Vec<Option<Report>>>>;
@@ -227,7 +228,7 @@ impl ProcessState for JbbProcess {
         }))
     }
 
-    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), String> {
+    fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult> {
         let reports = self.reports.lock().map_err(|_| "jbb: a worker panicked")?;
         for (slot, r) in results {
             let w = slot.worker;
@@ -243,14 +244,16 @@ impl ProcessState for JbbProcess {
                     "jbb warehouse {w}: worker reported {} ops / digest {:#x}, warehouse holds \
                      {} transactions / digest {:#x}",
                     r.ops, r.checksum, rep.transactions, rep.digest
-                ));
+                )
+                .into());
             }
             if let Some(q) = slot.quota {
                 if r.ops != q {
                     return Err(format!(
                         "jbb warehouse {w}: did {} transactions, its quota was {q}",
                         r.ops
-                    ));
+                    )
+                    .into());
                 }
             }
         }

@@ -1,6 +1,7 @@
 use super::warehouse::{Tx, DECK_MIX, DECK_SIZE, TX_KINDS};
 use super::*;
 use crate::testing::{self, ctx, slot};
+use crate::workload::WrongResult;
 
 fn params(kv: &[(&str, &str)]) -> Params {
     testing::params(&Jbb.info(), kv).unwrap()
@@ -284,7 +285,7 @@ fn checks_catch_broken_tables() {
     assert!(wh.check().unwrap_err().contains("next order id"));
 }
 
-fn run_workers(p: &Params, threads: usize, txs: u64) -> Result<(), String> {
+fn run_workers(p: &Params, threads: usize, txs: u64) -> Result<(), WrongResult> {
     let state: Arc<dyn ProcessState> = Arc::from(Jbb.setup(p, &ctx(threads)).unwrap());
     let handles: Vec<_> = (0..threads)
         .map(|t| {

@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::company::{
     fill_alpha, last_name, nurand, Company, DISTRICTS, NURAND_C_ID, NURAND_C_ITEM, NURAND_C_LAST,
 };
+use crate::workload::WrongResult;
 
 /// Transactions, in SPECjbb2005's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -668,13 +669,14 @@ impl Warehouse {
 
     /// Every consistency check of the warehouse; `Err` names the first
     /// that fails.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), WrongResult> {
         let dist_ytd: i64 = self.districts.iter().map(|d| d.ytd).sum();
         if self.ytd != dist_ytd {
             return Err(format!(
                 "warehouse YTD {} != sum of district YTDs {dist_ytd} (cents)",
                 self.ytd
-            ));
+            )
+            .into());
         }
         let mut new_lines = self.counts.retired_new_lines;
         let mut new_qty = self.counts.retired_new_qty;
@@ -686,14 +688,16 @@ impl Warehouse {
                 return Err(format!(
                     "district {d1}: YTD {} != sum of payment history {hist}",
                     dist.ytd
-                ));
+                )
+                .into());
             }
             let paid: i64 = dist.customers.iter().map(|c| c.ytd_payment).sum();
             if paid != dist.ytd {
                 return Err(format!(
                     "district {d1}: customers' YTD payments {paid} != district YTD {}",
                     dist.ytd
-                ));
+                )
+                .into());
             }
             let payments: u64 = dist
                 .customers
@@ -704,7 +708,7 @@ impl Warehouse {
             if payments != records {
                 return Err(format!(
                     "district {d1}: customers' payment count {payments} != history records {records}"
-                ));
+                ).into());
             }
             let bal: i64 = dist
                 .customers
@@ -715,7 +719,8 @@ impl Warehouse {
                 return Err(format!(
                     "district {d1}: balances + payments {bal} != amount delivered {}",
                     dist.delivered_amount
-                ));
+                )
+                .into());
             }
             let dcnt: u64 = dist
                 .customers
@@ -726,7 +731,8 @@ impl Warehouse {
                 return Err(format!(
                     "district {d1}: customers' delivery count {dcnt} != deliveries {}",
                     dist.deliveries
-                ));
+                )
+                .into());
             }
             let created = u64::from(dist.next_order_id - 1);
             let held = dist.orders.len() as u64 + dist.retired_orders;
@@ -736,30 +742,32 @@ impl Warehouse {
                      ({} live, {} retired)",
                     dist.orders.len(),
                     dist.retired_orders
-                ));
+                )
+                .into());
             }
             if dist.orders.len() > self.cfg.max_orders {
                 return Err(format!(
                     "district {d1}: {} orders held, more than the cap {}",
                     dist.orders.len(),
                     self.cfg.max_orders
-                ));
+                )
+                .into());
             }
             let first = dist.first_order_id();
             let mut undelivered = 0;
             for (i, o) in dist.orders.iter().enumerate() {
                 if o.id != first + i as u32 {
-                    return Err(format!(
-                        "district {d1}: order ids not consecutive at {}",
-                        o.id
-                    ));
+                    return Err(
+                        format!("district {d1}: order ids not consecutive at {}", o.id).into(),
+                    );
                 }
                 if !(5..=15).contains(&o.lines.len()) {
                     return Err(format!(
                         "district {d1}: order {} has {} lines",
                         o.id,
                         o.lines.len()
-                    ));
+                    )
+                    .into());
                 }
                 let delivered = o.carrier != 0;
                 undelivered += u64::from(!delivered);
@@ -767,14 +775,16 @@ impl Warehouse {
                     return Err(format!(
                         "district {d1}: order {} delivery dates disagree with its carrier",
                         o.id
-                    ));
+                    )
+                    .into());
                 }
                 let units: u32 = o.lines.iter().map(|l| l.quantity).sum();
                 if units != o.units {
                     return Err(format!(
                         "district {d1}: order {} holds {units} units in its lines but records {}",
                         o.id, o.units
-                    ));
+                    )
+                    .into());
                 }
                 if o.id as usize > self.cfg.initial_orders {
                     new_lines += o.lines.len() as u64;
@@ -785,7 +795,8 @@ impl Warehouse {
                 return Err(format!(
                     "district {d1}: {} new-order entries but {undelivered} undelivered orders",
                     dist.new_orders.len()
-                ));
+                )
+                .into());
             }
             let mut prev = 0;
             for &id in &dist.new_orders {
@@ -794,7 +805,7 @@ impl Warehouse {
                     _ => {
                         return Err(format!(
                             "district {d1}: new-order entry {id} is not an undelivered order in sequence"
-                        ))
+                        ).into())
                     }
                 }
             }
@@ -808,7 +819,8 @@ impl Warehouse {
                     c + 1,
                     dist.customers[c].last_order,
                     dist.next_order_id
-                ));
+                )
+                .into());
             }
         }
         let (mut ytd, mut cnt) = (0u64, 0u64);
@@ -824,21 +836,24 @@ impl Warehouse {
                     s.quantity,
                     s.initial,
                     s.ytd
-                ));
+                )
+                .into());
             }
         }
         if ytd != new_qty || cnt != new_lines {
             return Err(format!(
                 "stock: {cnt} order lines for {ytd} units taken, but NewOrder created \
                  {new_lines} lines for {new_qty} units"
-            ));
+            )
+            .into());
         }
         let total: u64 = self.counts.by_kind.iter().sum();
         if total != self.transactions {
             return Err(format!(
                 "{} transactions counted but {total} by kind",
                 self.transactions
-            ));
+            )
+            .into());
         }
         Ok(())
     }
