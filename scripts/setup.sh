@@ -17,10 +17,12 @@ if command -v apt-get >/dev/null 2>&1; then
   # git: real programs the smtalloc tests run under LD_PRELOAD; chromium:
   # opens the HTML report in the report tests; libjemalloc2, libmimalloc2.0,
   # libtcmalloc-minimal4: the allocators `study alloc` compares; likwid:
-  # likwid-bench, the reference of the stream benchmark.
+  # likwid-bench, the reference of the stream benchmark; zsh, fish and
+  # man-db: the completion scripts and man pages are checked in the shells
+  # and the `man` that read them.
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
-    libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid >/dev/null
+    libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db >/dev/null
 else
   echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
 fi

@@ -1,6 +1,6 @@
 //! Command-line definitions (clap) and dispatch.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 
@@ -10,7 +10,18 @@ use crate::commands;
     version,
     about = "Measure how to run a parallel program on this machine: threads or processes, \
              how many, pinned where, with SMT or without",
-    propagate_version = true
+    propagate_version = true,
+    long_about = "Measure how to run a parallel program on this machine: threads or processes, \
+                  how many, pinned where, with SMT or without, with which allocator; and show \
+                  why, with counters, confidence intervals, charts and plain-language verdicts.\n\n\
+                  Every sample is committed to a SQLite store (smtlab.db unless --db) as soon as \
+                  it is measured; `smtlab study` answers a question end to end, `smtlab run` \
+                  measures any sweep, `smtlab report` writes the report of a stored run.",
+    after_long_help = "Exit status: 0 on success; 1 when the tool or the machine failed (the \
+                       error chain is printed); 2 for a usage error (one line naming the flag, \
+                       file or value at fault); 130 when a run was interrupted (every sample \
+                       measured is stored: finish it with `smtlab run --resume RUN`). `smtlab \
+                       pin` exits with its program's status."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,6 +61,15 @@ enum Command {
     },
     /// Show what this machine can and cannot measure, and how to fix each gap
     Doctor(commands::doctor::DoctorArgs),
+    /// Print the shell completion script (bash, zsh, fish)
+    Completions(commands::completions::CompletionsArgs),
+    /// Print the manual page smtlab.1 (or write every page with -o DIR)
+    Man(commands::man::ManArgs),
+}
+
+/// The command tree, for completions and the man page.
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Parse the command line and run the command; clap's own errors (unknown
@@ -70,5 +90,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Worker => commands::worker::run(),
         Command::Gate { program } => commands::gate::run(program),
         Command::Doctor(a) => commands::doctor::run(a),
+        Command::Completions(a) => commands::completions::run(a, command()),
+        Command::Man(a) => commands::man::run(a, command()),
     }
 }

@@ -1,9 +1,11 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod completions;
 pub mod doctor;
 pub mod gate;
 pub mod list;
+pub mod man;
 pub mod pin;
 pub mod place;
 pub mod program_args;
