@@ -66,18 +66,9 @@ pub mod verdict;
 
 use serde::Serialize;
 
-use crate::summary::PointSummary;
+pub use crate::summary::PointData;
 use smtlab_topology::Topology;
 use smtlab_types::Metric;
-
-/// One point's results, as the analysis needs them.
-#[derive(Debug, Clone, Serialize)]
-pub struct PointData {
-    pub report: PointSummary,
-    /// Primary-metric values of the successful measured samples (warm-ups
-    /// and failed samples excluded), in sample order.
-    pub values: Vec<f64>,
-}
 
 /// What identifies a scaling series: points that differ only in N.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

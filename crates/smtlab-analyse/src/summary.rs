@@ -13,6 +13,15 @@ use smtlab_store::{Store, StoreError};
 use smtlab_types::Point;
 use smtlab_types::{CounterScope, CounterStatus, CounterValue, Sample, SampleStatus};
 
+/// One point's results, as the analysis needs them.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointData {
+    pub report: PointSummary,
+    /// Primary-metric values of the successful measured samples (warm-ups
+    /// and failed samples excluded), in sample order.
+    pub values: Vec<f64>,
+}
+
 /// A counter over a point's samples.
 #[derive(Debug, Clone, Serialize)]
 pub struct CounterSummary {
@@ -114,7 +123,7 @@ pub fn point_summaries(
 /// analysis and the report read.
 #[derive(Debug, Clone)]
 pub struct RunData {
-    pub points: Vec<crate::analysis::PointData>,
+    pub points: Vec<PointData>,
     /// Every stored sample of every point (warm-ups and failures too).
     pub samples: Vec<(Point, Vec<Sample>)>,
 }
@@ -132,7 +141,7 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
             .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
             .filter_map(|s| s.metric)
             .collect();
-        data.points.push(crate::analysis::PointData {
+        data.points.push(PointData {
             report: summarize_point(point_id, point.clone(), &samples, seed),
             values,
         });

@@ -19,7 +19,6 @@ use nix::unistd::Pid;
 use smtlab_types::CpuSet;
 
 use crate::affinity::nix_set;
-use crate::gate::{GATE_FD, READY_FD};
 use crate::signals::FORWARDED_SIGNALS;
 
 /// Arrange for the child that `cmd` will start to
@@ -33,12 +32,13 @@ pub fn configure_child(cmd: &mut Command, cpus: Option<&CpuSet>) -> io::Result<(
 }
 
 /// The hook behind [`configure_child`] and
-/// [`configure_gated_child`](crate::configure_gated_child): `gate` holds the
-/// child's ends of the gate pipes, moved to [`GATE_FD`] and [`READY_FD`].
+/// [`configure_gated_child`](crate::configure_gated_child): each `(from,
+/// to)` of `dups` moves descriptor `from` to number `to` in the child (the
+/// gate's pipes to their fixed numbers).
 pub(crate) fn set_pre_exec(
     cmd: &mut Command,
     cpus: Option<&CpuSet>,
-    gate: Option<(std::os::fd::RawFd, std::os::fd::RawFd)>,
+    dups: Option<[(std::os::fd::RawFd, std::os::fd::RawFd); 2]>,
 ) -> io::Result<()> {
     // Built here, in the parent: the child may not allocate.
     let mask = cpus.map(nix_set).transpose()?;
@@ -57,10 +57,9 @@ pub(crate) fn set_pre_exec(
         if let Some(m) = &mask {
             sched_setaffinity(Pid::from_raw(0), m)?;
         }
-        if let Some((gate_fd, ready_fd)) = gate {
+        for (from, to) in dups.into_iter().flatten() {
             // dup2 clears close-on-exec on the copies, so they survive exec.
-            nix::unistd::dup2(gate_fd, GATE_FD)?;
-            nix::unistd::dup2(ready_fd, READY_FD)?;
+            nix::unistd::dup2(from, to)?;
         }
         Ok(())
     };

@@ -65,7 +65,8 @@ pub fn configure_gated_child(
     cpus: Option<&CpuSet>,
     gate: Option<(RawFd, RawFd)>,
 ) -> io::Result<()> {
-    set_pre_exec(cmd, cpus, gate)
+    let dups = gate.map(|(gate_fd, ready_fd)| [(gate_fd, GATE_FD), (ready_fd, READY_FD)]);
+    set_pre_exec(cmd, cpus, dups)
 }
 
 /// In `smtlab __gate`: say "ready" on [`READY_FD`] (so the parent starts

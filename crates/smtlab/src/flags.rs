@@ -13,13 +13,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use smtlab_plan::allocator::Allocator;
-use smtlab_store::Store;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
 use smtlab_types::{MetricRegex, Policy, PolicySpec};
 use smtlab_workloads as workload;
-
-use crate::exit::usage;
 
 /// A flag value that is not one; the message is the whole usage error.
 #[derive(Debug)]
@@ -232,22 +229,6 @@ pub fn run_ref(what: &'static str) -> impl Fn(&str) -> Result<RunRef, BadValue> 
                 "{what} {text}: expected a run id (see `smtlab runs`) or latest"
             ))
         })
-    }
-}
-
-impl RunRef {
-    /// The id of the run this names in `store` (whose file is `db`); a run
-    /// that is not there is a usage error naming `what`.
-    pub fn resolve(self, store: &Store, db: &std::path::Path, what: &str) -> anyhow::Result<i64> {
-        match self {
-            RunRef::Latest => store
-                .latest_run_id()?
-                .ok_or_else(|| usage(format!("{what} latest: {} holds no runs", db.display()))),
-            RunRef::Id(id) => {
-                store.run(id).map_err(usage)?;
-                Ok(id)
-            }
-        }
     }
 }
 

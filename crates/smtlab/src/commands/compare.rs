@@ -11,6 +11,7 @@ use smtlab_types::Table;
 
 use super::report::render_table;
 use super::results::table_value;
+use super::show::resolve_run;
 use crate::exit::usage;
 use crate::flags::{self, RunRef};
 use crate::output;
@@ -37,8 +38,8 @@ pub struct CompareArgs {
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let ida = a.a.resolve(&store, &a.db, "RUN_A")?;
-    let idb = a.b.resolve(&store, &a.db, "RUN_B")?;
+    let ida = resolve_run(&store, a.a, &a.db, "RUN_A")?;
+    let idb = resolve_run(&store, a.b, &a.db, "RUN_B")?;
     let seed = store.run(ida)?.seed;
     let da = run_data(&store, ida, seed)?;
     let db = run_data(&store, idb, seed)?;

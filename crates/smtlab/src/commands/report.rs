@@ -11,6 +11,7 @@ use smtlab_store::{RunStatus, Store};
 use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
 use smtlab_types::Table;
 
+use super::show::resolve_run;
 use crate::exit::usage;
 use crate::flags::{self, RunRef};
 use crate::output;
@@ -97,7 +98,7 @@ pub fn render_findings(b: &ReportedRun) -> String {
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let run_id = a.run.resolve(&store, &a.db, "RUN")?;
+    let run_id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id).map_err(usage)?;
     let b = report_run(&store, record, &dir)?;

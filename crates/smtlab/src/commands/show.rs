@@ -2,7 +2,7 @@
 //! its results.
 
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use smtlab_analyse::summary::point_summaries;
@@ -27,9 +27,23 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+/// The id of the run `run` names in `store` (whose file is `db`); a run
+/// that is not there is a usage error naming `what` (`RUN`, `RUN_A`, ...).
+pub fn resolve_run(store: &Store, run: RunRef, db: &Path, what: &str) -> anyhow::Result<i64> {
+    match run {
+        RunRef::Latest => store
+            .latest_run_id()?
+            .ok_or_else(|| usage(format!("{what} latest: {} holds no runs", db.display()))),
+        RunRef::Id(id) => {
+            store.run(id).map_err(usage)?;
+            Ok(id)
+        }
+    }
+}
+
 pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let store = Store::open_existing(&a.db).map_err(usage)?;
-    let id = a.run.resolve(&store, &a.db, "RUN")?;
+    let id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let rec = store.run(id).map_err(usage)?;
     let reports = point_summaries(&store, id, rec.seed)?;
     if a.json {

@@ -1,0 +1,353 @@
+//! The architecture, checked: what ARCHITECTURE.md says about who may use
+//! whom is what the code does.
+//!
+//! * Crates: every `smtlab*` dependency of a crate (normal, dev and build)
+//!   is one its row of ARCHITECTURE.md's codemap allows, and every crate a
+//!   row allows sits on a lower layer. Cargo enforces the rest (a crate can
+//!   only name crates it depends on), so no crate can use one above it.
+//! * Modules: inside each crate, no two modules use each other, directly or
+//!   around a loop (`use crate::x` and `super::x` references outside test
+//!   code), so the files of a crate can be read bottom-up too.
+//! * `unsafe`: allowed only in `smtlab-sys`, smtalloc's `sys/` and the
+//!   preload library's exports, and every `unsafe` block, function or impl
+//!   there has a `// SAFETY:` comment right above it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One codemap row: the crate's layer and the crates it may use.
+#[derive(Debug)]
+struct Row {
+    layer: u32,
+    may_use: BTreeSet<String>,
+}
+
+/// The codemap table of ARCHITECTURE.md: rows `| layer | `crate` | owns |
+/// may use |`, crates in backticks.
+fn codemap() -> BTreeMap<String, Row> {
+    let text = fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut rows = BTreeMap::new();
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // "", layer, crate, owns, may use, ""
+        if cells.len() != 6 {
+            continue;
+        }
+        let Ok(layer) = cells[1].parse::<u32>() else {
+            continue;
+        };
+        let name = cells[2].trim_matches('`').to_string();
+        let may_use = ticked(cells[4]);
+        rows.insert(name, Row { layer, may_use });
+    }
+    assert!(rows.len() >= 15, "codemap rows not found: {rows:?}");
+    rows
+}
+
+/// The `backticked` words of a cell.
+fn ticked(cell: &str) -> BTreeSet<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every workspace crate with its manifest.
+fn crates() -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(root().join("crates")).unwrap() {
+        let dir = e.unwrap().path();
+        let manifest = dir.join("Cargo.toml");
+        if manifest.is_file() {
+            let text = fs::read_to_string(&manifest).unwrap();
+            let name = text
+                .lines()
+                .find_map(|l| l.strip_prefix("name = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .expect("package name")
+                .to_string();
+            out.push((name, dir));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The workspace crates a manifest depends on, in any section.
+fn smtlab_deps(dir: &Path, names: &BTreeSet<String>) -> BTreeSet<String> {
+    let text = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    text.lines()
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter(|d| names.contains(*d))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn crates_use_only_the_crates_below_them() {
+    let map = codemap();
+    let all = crates();
+    let names: BTreeSet<String> = all.iter().map(|(n, _)| n.clone()).collect();
+    for name in &names {
+        assert!(
+            map.contains_key(name),
+            "crate {name} has no row in ARCHITECTURE.md's codemap"
+        );
+    }
+    for (name, row) in &map {
+        assert!(
+            names.contains(name),
+            "ARCHITECTURE.md names {name}, no such crate"
+        );
+        for used in &row.may_use {
+            let below = map
+                .get(used)
+                .unwrap_or_else(|| panic!("{name} may use {used}, which has no row"));
+            assert!(
+                below.layer < row.layer,
+                "{name} (layer {}) may use {used} (layer {}): not below it",
+                row.layer,
+                below.layer
+            );
+        }
+    }
+    for (name, dir) in &all {
+        let row = &map[name];
+        for dep in smtlab_deps(dir, &names) {
+            assert!(
+                row.may_use.contains(&dep),
+                "{name} depends on {dep}, which ARCHITECTURE.md does not let it use"
+            );
+        }
+    }
+}
+
+/// Source files of a crate by module path (`lib`, `engine`, `analysis::usl`).
+fn modules(dir: &Path) -> BTreeMap<String, PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = dir.join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap().with_extension("");
+            let mut m = rel.to_string_lossy().replace('/', "::");
+            if let Some(parent) = m.strip_suffix("::mod") {
+                m = parent.to_string();
+            }
+            (m, f)
+        })
+        .collect()
+}
+
+/// The code of a file that is not test code: everything before its
+/// `#[cfg(test)] mod tests`, without comments.
+fn code(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap();
+    let before_tests = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    before_tests
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The modules of `mods` that module `m` (file `path`) refers to.
+fn uses(m: &str, path: &Path, mods: &BTreeMap<String, PathBuf>) -> BTreeSet<String> {
+    let text = code(path);
+    let mut refs: Vec<String> = Vec::new();
+    for (prefix, base) in [("crate::", String::new()), ("super::", parent(m))] {
+        for (i, _) in text.match_indices(prefix) {
+            let before = text[..i].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest: String = text[i + prefix.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let path = if base.is_empty() {
+                rest
+            } else {
+                format!("{base}::{rest}")
+            };
+            refs.push(path);
+        }
+    }
+    let mut out = BTreeSet::new();
+    for r in refs {
+        let parts: Vec<&str> = r.split("::").filter(|p| !p.is_empty()).collect();
+        for k in (1..=parts.len()).rev() {
+            let cand = parts[..k].join("::");
+            if mods.contains_key(&cand) {
+                if cand != m && !m.starts_with(&format!("{cand}::")) {
+                    out.insert(cand);
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn parent(m: &str) -> String {
+    m.rsplit_once("::")
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_default()
+}
+
+/// A loop in `edges`, if any, as the modules around it.
+fn find_loop(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        u: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(u.to_string(), 1);
+        stack.push(u.to_string());
+        for v in edges.get(u).into_iter().flatten() {
+            match state.get(v.as_str()) {
+                Some(1) => {
+                    let at = stack.iter().position(|x| x == v).unwrap();
+                    let mut cycle = stack[at..].to_vec();
+                    cycle.push(v.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(v, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(u.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for u in edges.keys() {
+        if !state.contains_key(u.as_str()) {
+            if let Some(c) = visit(u, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_module_uses_one_that_uses_it() {
+    for (name, dir) in crates() {
+        let mods = modules(&dir);
+        // The crate root declares and re-exports; test-only modules stand
+        // beside the code they test.
+        let edges: BTreeMap<String, BTreeSet<String>> = mods
+            .iter()
+            .filter(|(m, _)| !matches!(m.as_str(), "lib" | "main"))
+            .filter(|(m, _)| {
+                let leaf = m.rsplit("::").next().unwrap();
+                !matches!(leaf, "tests" | "testing" | "test_support")
+            })
+            .map(|(m, f)| (m.clone(), uses(m, f, &mods)))
+            .collect();
+        if let Some(cycle) = find_loop(&edges) {
+            panic!(
+                "{name}: modules use each other in a loop: {}",
+                cycle.join(" -> ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_loop_finder_finds_loops() {
+    // The check above must be able to fail.
+    let e = |pairs: &[(&str, &str)]| {
+        let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in pairs {
+            m.entry(a.to_string()).or_default().insert(b.to_string());
+            m.entry(b.to_string()).or_default();
+        }
+        m
+    };
+    assert_eq!(find_loop(&e(&[("a", "b"), ("b", "c")])), None);
+    assert_eq!(
+        find_loop(&e(&[("a", "b"), ("b", "c"), ("c", "a")])),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("a.rs"), "use crate::b::X;\n").unwrap();
+    fs::write(src.join("b.rs"), "fn f() { super::a::g() }\n").unwrap();
+    let mods = modules(dir.path());
+    assert_eq!(uses("a", &mods["a"], &mods), BTreeSet::from(["b".into()]));
+    assert_eq!(uses("b", &mods["b"], &mods), BTreeSet::from(["a".into()]));
+}
+
+/// Where `unsafe` may be allowed.
+fn unsafe_allowed(rel: &str) -> bool {
+    rel.starts_with("crates/smtlab-sys/src/")
+        || rel.starts_with("crates/smtalloc/src/sys/")
+        || rel == "crates/smtalloc-preload/src/exports.rs"
+}
+
+#[test]
+fn unsafe_lives_only_in_sys_with_a_safety_comment_on_every_block() {
+    let root = root().canonicalize().unwrap();
+    for (_, dir) in crates() {
+        for (_, file) in modules(&dir) {
+            let rel = file
+                .canonicalize()
+                .unwrap()
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let text = fs::read_to_string(&file).unwrap();
+            if text.contains("allow(unsafe_code)") {
+                assert!(unsafe_allowed(&rel), "{rel} allows unsafe code");
+            }
+            if !unsafe_allowed(&rel) {
+                continue;
+            }
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let code = line.split("//").next().unwrap();
+                let opens = ["unsafe {", "unsafe impl", "unsafe extern", "unsafe fn"]
+                    .iter()
+                    .any(|k| code.contains(k));
+                if !opens {
+                    continue;
+                }
+                // The comment sits right above the statement, which may
+                // start a few lines earlier than the `unsafe` itself, or
+                // (for an `unsafe fn`) in its doc's `# Safety` section.
+                let above = lines[i.saturating_sub(8)..=i].join("\n");
+                assert!(
+                    above.contains("SAFETY:") || above.contains("# Safety"),
+                    "{rel}:{}: `unsafe` without a `// SAFETY:` comment above it",
+                    i + 1
+                );
+            }
+        }
+    }
+}
