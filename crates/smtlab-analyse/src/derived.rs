@@ -124,23 +124,6 @@ mod tests {
         }
     }
 
-    fn failed_value(
-        name: &str,
-        scope: CounterScope,
-        status: CounterStatus,
-        reason: String,
-    ) -> CounterValue {
-        CounterValue {
-            name: name.to_string(),
-            scope,
-            status,
-            raw: None,
-            value: None,
-            fraction_running: None,
-            reason: Some(reason),
-        }
-    }
-
     #[test]
     fn measure_derived_user_and_kernel() {
         let c = vec![
@@ -151,7 +134,7 @@ mod tests {
             ok("dTLB-load-misses", CounterScope::User, 8.0),
             ok("dTLB-load-misses", CounterScope::Kernel, 2.0),
             ok("cache-misses", CounterScope::User, 4.0),
-            failed_value(
+            CounterValue::failed(
                 "cache-misses",
                 CounterScope::Kernel,
                 CounterStatus::Error,
@@ -177,7 +160,7 @@ mod tests {
         let c = vec![
             ok("cycles", CounterScope::User, 200.0),
             ok("instructions", CounterScope::User, 100.0),
-            failed_value(
+            CounterValue::failed(
                 "instructions",
                 CounterScope::Kernel,
                 CounterStatus::NotPermitted,
@@ -187,7 +170,7 @@ mod tests {
         let d = derived(&c);
         assert_eq!(d.scope, Some(CounterScope::User));
         assert_eq!(d.cpi, Some(2.0));
-        let none = derived(&[failed_value(
+        let none = derived(&[CounterValue::failed(
             "instructions",
             CounterScope::User,
             CounterStatus::Unsupported,

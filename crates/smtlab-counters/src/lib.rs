@@ -34,8 +34,8 @@ mod test_support;
 
 pub use memory::{memory_of, MemoryUsage, PeakMemory, PeakSampler};
 pub use perf_counters::{
-    classify_open_error, failed_value, nofile_limit, raise_fd_limit, read_paranoid, scaled_value,
-    sum_counters, CounterPlan, CounterSpec, EventKind, OpenError, OpenResult, PlannedCounter,
-    ProbeFacts, ThreadCounters, HARDWARE_EVENTS, SOFTWARE_EVENTS,
+    classify_open_error, nofile_limit, raise_fd_limit, read_paranoid, scaled_value, sum_counters,
+    CounterPlan, CounterSpec, EventKind, OpenError, OpenResult, PlannedCounter, ProbeFacts,
+    ThreadCounters, HARDWARE_EVENTS, SOFTWARE_EVENTS,
 };
 pub use rusage::{snapshot, sum_usage, usage_from_wait4, Rusage, Who};

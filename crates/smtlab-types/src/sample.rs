@@ -68,6 +68,26 @@ pub struct CounterValue {
     pub reason: Option<String>,
 }
 
+impl CounterValue {
+    /// A counter without a value, and why.
+    pub fn failed(
+        name: &str,
+        scope: CounterScope,
+        status: CounterStatus,
+        reason: String,
+    ) -> CounterValue {
+        CounterValue {
+            name: name.to_string(),
+            scope,
+            status,
+            raw: None,
+            value: None,
+            fraction_running: None,
+            reason: Some(reason),
+        }
+    }
+}
+
 /// Resource usage of a sample, summed over its worker processes (from
 /// `getrusage`/`wait4` and `/proc/PID/smaps_rollup`). `None`: not measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

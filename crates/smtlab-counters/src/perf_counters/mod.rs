@@ -43,4 +43,4 @@ pub use fd_limit::{nofile_limit, raise_fd_limit};
 pub use open_error::{classify_open_error, OpenError};
 pub use probe::{read_paranoid, CounterPlan, OpenResult, PlannedCounter, ProbeFacts};
 pub use thread_counters::ThreadCounters;
-pub use values::{failed_value, scaled_value, sum_counters};
+pub use values::{scaled_value, sum_counters};

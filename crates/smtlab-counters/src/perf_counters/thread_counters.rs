@@ -14,7 +14,7 @@ use smtlab_types::sample::{CounterStatus, CounterValue};
 use super::events::CounterSpec;
 use super::open_error::classify_open_error;
 use super::probe::CounterPlan;
-use super::values::{failed_value, scaled_value};
+use super::values::scaled_value;
 
 enum Slot {
     Open(CounterSpec, Counter),
@@ -129,7 +129,7 @@ impl ThreadCounters {
                         ct.time_enabled,
                         ct.time_running,
                     ),
-                    Err(e) => failed_value(
+                    Err(e) => CounterValue::failed(
                         spec.name,
                         spec.scope,
                         CounterStatus::Error,
@@ -137,7 +137,7 @@ impl ThreadCounters {
                     ),
                 },
                 Slot::Failed(spec, status, reason) => {
-                    failed_value(spec.name, spec.scope, *status, reason.clone())
+                    CounterValue::failed(spec.name, spec.scope, *status, reason.clone())
                 }
             })
             .collect()

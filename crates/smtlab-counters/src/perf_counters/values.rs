@@ -15,24 +15,6 @@
 
 use smtlab_types::sample::{CounterScope, CounterStatus, CounterValue};
 
-/// A counter without a value.
-pub fn failed_value(
-    name: &str,
-    scope: CounterScope,
-    status: CounterStatus,
-    reason: String,
-) -> CounterValue {
-    CounterValue {
-        name: name.to_string(),
-        scope,
-        status,
-        raw: None,
-        value: None,
-        fraction_running: None,
-        reason: Some(reason),
-    }
-}
-
 /// A counter read as `raw` after being enabled for `enabled` ns and on the
 /// PMU for `running` ns: value = raw × enabled / running (perf stat's
 /// estimate of what it would have counted had it run all the time),
@@ -45,7 +27,7 @@ pub fn scaled_value(
     running: u64,
 ) -> CounterValue {
     if enabled == 0 {
-        return failed_value(
+        return CounterValue::failed(
             name,
             scope,
             CounterStatus::Error,
@@ -55,7 +37,7 @@ pub fn scaled_value(
         );
     }
     if running == 0 {
-        return failed_value(
+        return CounterValue::failed(
             name,
             scope,
             CounterStatus::Error,
@@ -140,7 +122,7 @@ pub fn sum_counters(per_thread: &[Vec<CounterValue>]) -> Vec<CounterValue> {
             if ok > 0 || missing > 0 {
                 reason = format!("{} of {n} threads without a value: {reason}", n - ok);
             }
-            failed_value(&name, scope, status, reason)
+            CounterValue::failed(&name, scope, status, reason)
         })
         .collect()
 }
@@ -240,7 +222,7 @@ mod tests {
     #[test]
     fn measure_sum_keeps_reason_of_unsupported() {
         let u = |_| {
-            vec![failed_value(
+            vec![CounterValue::failed(
                 "cycles",
                 CounterScope::User,
                 CounterStatus::Unsupported,
