@@ -26,9 +26,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use anyhow::bail;
-
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 use crate::{param_u64, Params, WorkerResult, WorkerSlot};
 
 /// splitmix64: a fast, well-mixed seeded generator; workloads need
@@ -85,14 +83,22 @@ pub(crate) struct Sizes {
 
 impl Sizes {
     /// `min_size` and `max_size` from the parameters, checked.
-    pub fn from_params(params: &Params) -> anyhow::Result<Sizes> {
+    pub fn from_params(params: &Params) -> Result<Sizes, WorkloadError> {
         let min = param_u64(params, "min_size")?;
         let max = param_u64(params, "max_size")?;
         if !(MIN_BLOCK..=MAX_BLOCK).contains(&min) {
-            bail!("--param min_size={min}: expected {MIN_BLOCK}..={MAX_BLOCK} bytes");
+            return Err(WorkloadError::param(
+                "min_size",
+                min,
+                format!("expected {MIN_BLOCK}..={MAX_BLOCK} bytes"),
+            ));
         }
         if max < min || max > MAX_BLOCK {
-            bail!("--param max_size={max}: expected min_size ({min})..={MAX_BLOCK} bytes");
+            return Err(WorkloadError::param(
+                "max_size",
+                max,
+                format!("expected min_size ({min})..={MAX_BLOCK} bytes"),
+            ));
         }
         Ok(Sizes {
             min: min as usize,
@@ -107,19 +113,23 @@ impl Sizes {
 
 /// `touch`: bytes written at the start of every new block, at least the
 /// 8-byte tag; a value of `max_size` or more writes every byte.
-pub(crate) fn param_touch(params: &Params) -> anyhow::Result<usize> {
+pub(crate) fn param_touch(params: &Params) -> Result<usize, WorkloadError> {
     let v = param_u64(params, "touch")?;
     if v < MIN_BLOCK {
-        bail!("--param touch={v}: expected at least {MIN_BLOCK} (the block's tag)");
+        return Err(WorkloadError::param(
+            "touch",
+            v,
+            format!("expected at least {MIN_BLOCK} (the block's tag)"),
+        ));
     }
     Ok(v.min(MAX_BLOCK) as usize)
 }
 
 /// A parameter that must be at least 1 (and at most `max`).
-pub(crate) fn param_count(params: &Params, name: &str, max: u64) -> anyhow::Result<u64> {
+pub(crate) fn param_count(params: &Params, name: &str, max: u64) -> Result<u64, WorkloadError> {
     let v = param_u64(params, name)?;
     if v == 0 || v > max {
-        bail!("--param {name}={v}: expected 1..={max}");
+        return Err(WorkloadError::param(name, v, format!("expected 1..={max}")));
     }
     Ok(v)
 }

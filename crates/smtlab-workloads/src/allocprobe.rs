@@ -45,8 +45,8 @@ use smtlab_types::CpuSet;
 use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
-use crate::workload::WrongResult;
 
 /// Bits of a 2 MiB frame number: `addr >> FRAME_SHIFT`.
 pub const FRAME_SHIFT: u32 = 21;
@@ -175,7 +175,7 @@ impl Workload for AllocProbe {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let settings = Settings::parse(params)?;
         // The live topology, read once: CPU number -> logical core. Where
         // it cannot be read, every CPU counts as its own core.
@@ -207,7 +207,7 @@ impl Workload for AllocProbe {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         Settings::parse(params).map(drop)
     }
 }
@@ -223,11 +223,11 @@ struct Settings {
 }
 
 impl Settings {
-    fn parse(params: &Params) -> anyhow::Result<Settings> {
+    fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         let migrate = match param_u64(params, "migrate")? {
             0 => false,
             1 => true,
-            m => anyhow::bail!("--param migrate={m}: expected 0 or 1"),
+            m => return Err(WorkloadError::param("migrate", m, "expected 0 or 1")),
         };
         Ok(Settings {
             live: param_count(params, "live", 1 << 24)? as usize,
@@ -283,7 +283,7 @@ impl ProbeProcess {
 }
 
 impl ProcessState for ProbeProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(self.make_worker(slot)))
     }
 

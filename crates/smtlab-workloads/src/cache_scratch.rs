@@ -27,7 +27,7 @@ use smtlab_types::Mode;
 
 use super::alloc_common::{Ledger, Tally};
 use super::cache_thrash::{cache_params, size_writes, zeroed, CacheWorker};
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 
 pub struct CacheScratch;
 
@@ -61,7 +61,7 @@ impl Workload for CacheScratch {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (size, writes, corrupt) = size_writes(params)?;
         let ledger = Arc::new(Ledger::new("cache_scratch"));
         // One object per thread, back to back, by this (main) thread.
@@ -80,7 +80,7 @@ impl Workload for CacheScratch {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         size_writes(params).map(drop)
     }
 }
@@ -95,7 +95,7 @@ struct ScratchProcess {
 }
 
 impl ProcessState for ScratchProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         let mut w = CacheWorker::new(
             slot,
             self.size,

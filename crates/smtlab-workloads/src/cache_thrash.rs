@@ -26,8 +26,8 @@ use crate::{
 use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, Block, Ledger, Tally, MAX_BLOCK};
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
-use crate::workload::WrongResult;
 
 pub struct CacheThrash;
 
@@ -54,7 +54,7 @@ pub(crate) fn cache_params(corrupt_help: &'static str) -> Vec<ParamSpec> {
 
 /// Object size, writes per object and the test-only corrupt switch: the
 /// parameters of both false-sharing benchmarks, range-checked.
-pub(crate) fn size_writes(params: &Params) -> anyhow::Result<(usize, u64, bool)> {
+pub(crate) fn size_writes(params: &Params) -> Result<(usize, u64, bool), WorkloadError> {
     Ok((
         param_count(params, "size", MAX_BLOCK)? as usize,
         param_count(params, "writes", 1 << 30)?,
@@ -100,7 +100,7 @@ impl Workload for CacheThrash {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (size, writes, corrupt) = size_writes(params)?;
         Ok(Box::new(CacheProcess {
             size,
@@ -110,7 +110,7 @@ impl Workload for CacheThrash {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         size_writes(params).map(drop)
     }
 }
@@ -123,7 +123,7 @@ struct CacheProcess {
 }
 
 impl ProcessState for CacheProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(CacheWorker::new(
             slot,
             self.size,

@@ -36,8 +36,8 @@ use smtlab_types::Mode;
 use super::alloc_common::{
     param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
 };
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
-use crate::workload::WrongResult;
 
 pub struct Larson;
 
@@ -107,7 +107,7 @@ impl Workload for Larson {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let Settings {
             slots,
             sizes,
@@ -149,7 +149,7 @@ impl Workload for Larson {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         Settings::parse(params).map(drop)
     }
 }
@@ -165,7 +165,7 @@ struct Settings {
 }
 
 impl Settings {
-    fn parse(params: &Params) -> anyhow::Result<Settings> {
+    fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         Ok(Settings {
             slots: param_count(params, "slots", 1 << 22)? as usize,
             sizes: Sizes::from_params(params)?,
@@ -194,7 +194,7 @@ struct Shared {
 }
 
 impl ProcessState for LarsonProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         // The initial array is allocated on the worker's own thread, before
         // the window: these allocations are counted but are not operations.
         let mut rng = Rng::new(worker_seed(self.seed, slot.worker));

@@ -30,12 +30,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::bail;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::{param_bytes, param_corrupt};
-use crate::workload::WrongResult;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -145,7 +144,7 @@ impl Workload for Latency {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (lines, seed, corrupt) = parse(params)?;
         Ok(Box::new(LatencyProcess {
             lines,
@@ -155,24 +154,28 @@ impl Workload for Latency {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// Lines in the chain, the seed and the test-only corrupt switch.
-fn parse(params: &Params) -> anyhow::Result<(usize, u64, bool)> {
+fn parse(params: &Params) -> Result<(usize, u64, bool), WorkloadError> {
     let size = param_bytes(params, "size")?;
     if size < 2 * LINE_BYTES || size % LINE_BYTES != 0 {
-        bail!(
-            "--param size={}: expected a multiple of 64 bytes (one line), at least 128 \
-             (two lines)",
-            params["size"]
-        );
+        return Err(WorkloadError::param(
+            "size",
+            &params["size"],
+            "expected a multiple of 64 bytes (one line), at least 128 (two lines)",
+        ));
     }
     let lines = size / LINE_BYTES;
     if lines > u64::from(u32::MAX) {
-        bail!("--param size={}: at most 256 GiB", params["size"]);
+        return Err(WorkloadError::param(
+            "size",
+            &params["size"],
+            "at most 256 GiB",
+        ));
     }
     Ok((
         lines as usize,
@@ -191,7 +194,7 @@ struct LatencyProcess {
 }
 
 impl LatencyProcess {
-    fn make_worker(&self, slot: WorkerSlot) -> anyhow::Result<LatencyWorker> {
+    fn make_worker(&self, slot: WorkerSlot) -> Result<LatencyWorker, WorkloadError> {
         let n = self.lines;
         let next = sattolo(n, seed_of(self.seed, slot.worker));
         // Zeroed (lazily mapped) and then written one word per line on this
@@ -202,7 +205,7 @@ impl LatencyProcess {
         }
         drop(next);
         let order = cycle_order(n, |p| chase[p * WORDS] as usize / WORDS)
-            .map_err(|e| anyhow::anyhow!("latency worker {}: {e}", slot.worker))?;
+            .map_err(|e| WorkloadError::Setup(format!("latency worker {}: {e}", slot.worker)))?;
         Ok(LatencyWorker {
             chase,
             order,
@@ -216,7 +219,7 @@ impl LatencyProcess {
 }
 
 impl ProcessState for LatencyProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(self.make_worker(slot)?))
     }
 

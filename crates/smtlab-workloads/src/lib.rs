@@ -4,7 +4,10 @@
 //!
 //! * [`workload`]: the trait and what a workload tells a plan
 //!   ([`WorkloadInfo`]);
-//! * [`params`]: `--param K=V`, checked once when a run is planned;
+//! * [`params`]: `--param K=V` and its parsers, checked once when a run is
+//!   planned ([`resolve_params`], [`check_param_types`], then each
+//!   workload's `check`);
+//! * [`error`]: what a workload can fail with;
 //! * [`task_queue`]: the queue that deals out irregular work;
 //! * [`registry`]: the built-ins by name;
 //! * one module per workload: `jbb` (SPECjbb2005-style warehouses), `parfib`,
@@ -22,6 +25,7 @@ mod alloc_common;
 pub mod allocprobe;
 pub mod cache_scratch;
 pub mod cache_thrash;
+pub mod error;
 pub mod jbb;
 pub mod larson;
 pub mod latency;
@@ -40,12 +44,11 @@ mod testing;
 pub mod workload;
 pub mod xmalloc;
 
-pub use params::{
-    check_param_types, param_bytes, param_corrupt, param_u64, resolve_params, ParamError, Params,
-};
+pub use error::{ParamError, WorkloadError, WrongResult};
+pub use params::{param_bytes, param_corrupt, param_u64, Params};
 pub use registry::{builtin, builtin_names};
 pub use task_queue::{QueueWords, TaskQueue, QUEUE_WORDS};
 pub use workload::{
-    ParamSpec, ProcessContext, ProcessState, TimeMetric, WorkSplit, WorkerResult, WorkerSlot,
-    WorkerState, Workload, WorkloadInfo, WrongResult,
+    check_param_types, resolve_params, ParamSpec, ProcessContext, ProcessState, TimeMetric,
+    WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };

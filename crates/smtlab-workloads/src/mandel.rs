@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+use crate::error::WorkloadError;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
     WorkloadInfo,
@@ -164,23 +165,27 @@ impl Workload for Mandel {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let ([w, h, iters], corrupt) = parse(params)?;
         pool::setup(MandelJob { w, h, iters }, ctx, corrupt)
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// Width, height, iterations and the test-only corrupt switch.
-fn parse(params: &Params) -> anyhow::Result<([u32; 3], bool)> {
+fn parse(params: &Params) -> Result<([u32; 3], bool), WorkloadError> {
     let mut dims = [0u32; 3];
     for (d, name) in dims.iter_mut().zip(["width", "height", "iters"]) {
         let v = param_u64(params, name)?;
         if v == 0 || v > 1 << 20 {
-            anyhow::bail!("--param {name}={v}: expected 1..={}", 1 << 20);
+            return Err(WorkloadError::param(
+                name,
+                v,
+                format!("expected 1..={}", 1 << 20),
+            ));
         }
         *d = v as u32;
     }

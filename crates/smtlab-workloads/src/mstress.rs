@@ -28,8 +28,8 @@ use crate::{
 use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
-use crate::workload::WrongResult;
 
 pub struct Mstress;
 
@@ -93,7 +93,7 @@ impl Workload for Mstress {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let Settings {
             batch,
             keep,
@@ -111,7 +111,7 @@ impl Workload for Mstress {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         Settings::parse(params).map(drop)
     }
 }
@@ -126,10 +126,14 @@ struct Settings {
 }
 
 impl Settings {
-    fn parse(params: &Params) -> anyhow::Result<Settings> {
+    fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         let keep = param_u64(params, "keep")?;
         if keep > 100 {
-            anyhow::bail!("--param keep={keep}: expected a percentage, 0..=100");
+            return Err(WorkloadError::param(
+                "keep",
+                keep,
+                "expected a percentage, 0..=100",
+            ));
         }
         Ok(Settings {
             batch: param_count(params, "batch", 1 << 20)?,
@@ -151,7 +155,7 @@ struct MstressProcess {
 }
 
 impl ProcessState for MstressProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(MstressWorker {
             carry: Vec::new(),
             batch: self.batch,

@@ -14,6 +14,7 @@
 //! Verified: the grand total of all workers equals `work * nfib n` by the
 //! closed form `nfib n = 2 fib (n+1) - 1` (see [`super::pool`]).
 
+use crate::error::WorkloadError;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
     WorkloadInfo,
@@ -189,25 +190,33 @@ impl Workload for Parfib {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (n, threshold, corrupt) = parse(params)?;
         pool::setup(ParfibJob::new(n, threshold), ctx, corrupt)
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// n, the threshold and the test-only corrupt switch, range-checked.
-fn parse(params: &Params) -> anyhow::Result<(u32, u32, bool)> {
+fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
     let n = param_u64(params, "n")?;
     if n > MAX_N {
-        anyhow::bail!("--param n={n}: at most {MAX_N} (nfib must fit in 64 bits)");
+        return Err(WorkloadError::param(
+            "n",
+            n,
+            format!("at most {MAX_N} (nfib must fit in 64 bits)"),
+        ));
     }
     let threshold = param_u64(params, "threshold")?;
     if threshold == 0 || threshold > MAX_N {
-        anyhow::bail!("--param threshold={threshold}: expected 1..={MAX_N}");
+        return Err(WorkloadError::param(
+            "threshold",
+            threshold,
+            format!("expected 1..={MAX_N}"),
+        ));
     }
     let corrupt = crate::params::param_corrupt(params)?;
     Ok((n as u32, threshold as u32, corrupt))

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 use crate::{ProcessContext, ProcessState, TaskQueue, WorkerResult, WorkerSlot, WorkerState};
 use smtlab_types::Mode;
 
@@ -72,13 +72,15 @@ pub trait Job: Send + Sync + 'static {
 }
 
 /// Total instances from the mode: fixed work only.
-pub fn instances(name: &str, mode: Mode) -> anyhow::Result<u64> {
+pub fn instances(name: &str, mode: Mode) -> Result<u64, WorkloadError> {
     match mode {
         Mode::FixedWork { work } if work >= 1 => Ok(work),
-        Mode::FixedWork { .. } => anyhow::bail!("--work: {name} needs at least 1 instance"),
-        Mode::FixedTime { .. } => anyhow::bail!(
+        Mode::FixedWork { .. } => Err(WorkloadError::Work(format!(
+            "--work: {name} needs at least 1 instance"
+        ))),
+        Mode::FixedTime { .. } => Err(WorkloadError::Work(format!(
             "{name} solves a fixed problem (its metric is the wall time): use --work, not --duration"
-        ),
+        ))),
     }
 }
 
@@ -104,12 +106,12 @@ pub fn setup<J: Job>(
     job: J,
     ctx: &ProcessContext,
     corrupt: bool,
-) -> anyhow::Result<Box<dyn ProcessState>> {
+) -> Result<Box<dyn ProcessState>, WorkloadError> {
     let instances = instances(J::NAME, ctx.mode)?;
     let per_instance = job.tasks_per_instance();
     let total_tasks = instances
         .checked_mul(per_instance)
-        .ok_or_else(|| anyhow::anyhow!("--work {instances}: too many instances"))?;
+        .ok_or_else(|| WorkloadError::Work(format!("--work {instances}: too many instances")))?;
     if ctx.rank == 0 {
         // Outside the measured window: every other process waits for `go`,
         // which comes only after rank 0 is ready.
@@ -138,7 +140,7 @@ pub fn setup<J: Job>(
 struct PoolProcess<J: Job>(Arc<Pool<J>>);
 
 impl<J: Job> ProcessState for PoolProcess<J> {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         let local = self
             .0
             .deques
@@ -146,7 +148,7 @@ impl<J: Job> ProcessState for PoolProcess<J> {
             .expect("not poisoned")
             .get_mut(slot.thread)
             .and_then(Option::take)
-            .ok_or_else(|| anyhow::anyhow!("no deque for thread {}", slot.thread))?;
+            .ok_or_else(|| WorkloadError::Setup(format!("no deque for thread {}", slot.thread)))?;
         Ok(Box::new(PoolWorker {
             pool: self.0.clone(),
             local,

@@ -45,8 +45,9 @@ pub fn builtin_names() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{resolve_params, Params};
+    use crate::params::Params;
     use crate::testing;
+    use crate::workload::resolve_params;
 
     /// One out-of-range value per workload parameter that has a range (or
     /// a relation to another): `check` must refuse each at plan time.

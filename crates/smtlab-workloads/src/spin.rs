@@ -8,7 +8,7 @@
 //! value is verified exactly for any number of operations without redoing
 //! the work.
 
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -76,18 +76,18 @@ impl Workload for Spin {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (seed, corrupt) = parse(params)?;
         Ok(Box::new(SpinProcess { seed, corrupt }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// The seed and the test-only corrupt switch.
-fn parse(params: &Params) -> anyhow::Result<(u64, bool)> {
+fn parse(params: &Params) -> Result<(u64, bool), WorkloadError> {
     Ok((
         param_u64(params, "seed")?,
         crate::params::param_corrupt(params)?,
@@ -100,7 +100,7 @@ struct SpinProcess {
 }
 
 impl ProcessState for SpinProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(SpinWorker {
             x: seed_of(self.seed, slot.worker),
             ops: 0,

@@ -30,9 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::bail;
-
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 use crate::{
     param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
     WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -110,7 +108,7 @@ impl Workload for Stream {
         &self,
         params: &Params,
         _ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (blocks, corrupt) = parse(params)?;
         Ok(Box::new(StreamProcess {
             blocks,
@@ -119,22 +117,24 @@ impl Workload for Stream {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// Blocks per array and the test-only corrupt switch.
-fn parse(params: &Params) -> anyhow::Result<(u64, bool)> {
+fn parse(params: &Params) -> Result<(u64, bool), WorkloadError> {
     let size = param_bytes(params, "size")?;
     let unit = 3 * 8 * ELEMS_PER_OP as u64;
     if size < unit || size % unit != 0 {
-        bail!(
-            "--param size={}: expected a positive multiple of {} KiB (three arrays of \
-             whole 8 KiB blocks)",
-            params["size"],
-            unit >> 10
-        );
+        return Err(WorkloadError::param(
+            "size",
+            &params["size"],
+            format!(
+                "expected a positive multiple of {} KiB (three arrays of whole 8 KiB blocks)",
+                unit >> 10
+            ),
+        ));
     }
     Ok((size / unit, param_corrupt(params)?))
 }
@@ -177,7 +177,7 @@ impl StreamProcess {
 }
 
 impl ProcessState for StreamProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(self.make_worker(slot)))
     }
 

@@ -14,6 +14,7 @@
 //! Verified: the grand total of all workers equals `work` times the sum of
 //! a totient sieve computed at set-up (see [`super::pool`]).
 
+use crate::error::WorkloadError;
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
     WorkloadInfo,
@@ -140,27 +141,31 @@ impl Workload for SumEuler {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let (n, chunk, corrupt) = parse(params)?;
         let chunks = (u64::from(n) + 1).div_ceil(u64::from(chunk));
         pool::setup(SumEulerJob { n, chunk, chunks }, ctx, corrupt)
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         parse(params).map(drop)
     }
 }
 
 /// n, the chunk and the test-only corrupt switch, range-checked.
-fn parse(params: &Params) -> anyhow::Result<(u32, u32, bool)> {
+fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
     let n = param_u64(params, "n")?;
     // The sum grows as 0.3 n^2: 10^8 keeps it (and the sieve) small.
     if n > 100_000_000 {
-        anyhow::bail!("--param n={n}: at most 100000000");
+        return Err(WorkloadError::param("n", n, "at most 100000000"));
     }
     let chunk = param_u64(params, "chunk")?;
     if chunk == 0 || chunk > u64::from(u32::MAX) {
-        anyhow::bail!("--param chunk={chunk}: expected 1..={}", u32::MAX);
+        return Err(WorkloadError::param(
+            "chunk",
+            chunk,
+            format!("expected 1..={}", u32::MAX),
+        ));
     }
     let corrupt = crate::params::param_corrupt(params)?;
     Ok((n as u32, chunk as u32, corrupt))

@@ -3,8 +3,10 @@
 
 use smtlab_types::Mode;
 
-use crate::params::{resolve_params, ParamError, Params};
+use crate::error::ParamError;
+use crate::params::Params;
 use crate::task_queue::TaskQueue;
+use crate::workload::resolve_params;
 use crate::{ProcessContext, WorkerSlot, WorkloadInfo};
 
 /// A single process running `threads` workers in `mode`.

@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use smtlab_types::Mode;
 
-use crate::params::Params;
+use crate::error::{ParamError, WorkloadError, WrongResult};
+use crate::params::{param_bytes, param_u64, Params};
 use crate::task_queue::TaskQueue;
 
 /// One parameter a workload accepts.
@@ -122,32 +123,6 @@ pub struct WorkerSlot {
     pub quota: Option<u64>,
 }
 
-/// Why a sample's result is wrong: what a workload's check found, in words
-/// (`jbb warehouse 1: district 3 YTD ...`). The sample fails with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct WrongResult(pub String);
-
-impl From<String> for WrongResult {
-    fn from(what: String) -> Self {
-        WrongResult(what)
-    }
-}
-
-impl From<&str> for WrongResult {
-    fn from(what: &str) -> Self {
-        WrongResult(what.to_string())
-    }
-}
-
-/// The message, to search or print.
-impl std::ops::Deref for WrongResult {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 /// A worker's result after the window, for verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerResult {
@@ -160,8 +135,11 @@ pub trait Workload: Send + Sync {
 
     /// Set up once per process. `params` has every declared parameter
     /// (defaults filled in). Errors name the parameter at fault.
-    fn setup(&self, params: &Params, ctx: &ProcessContext)
-        -> anyhow::Result<Box<dyn ProcessState>>;
+    fn setup(
+        &self,
+        params: &Params,
+        ctx: &ProcessContext,
+    ) -> Result<Box<dyn ProcessState>, WorkloadError>;
 
     /// Check `params` (every declared parameter, defaults filled in) as
     /// [`Workload::setup`] will, building nothing. `smtlab run` calls it
@@ -169,12 +147,12 @@ pub trait Workload: Send + Sync {
     /// (exit 2, nothing started) instead of failing every sample; each
     /// workload's `setup` and `check` share one parse, so they cannot
     /// disagree.
-    fn check(&self, params: &Params) -> anyhow::Result<()>;
+    fn check(&self, params: &Params) -> Result<(), WorkloadError>;
 }
 
 pub trait ProcessState: Send + Sync {
     /// Per-worker set-up, called on the worker's own (pinned) thread.
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>>;
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError>;
 
     /// Check the results of this process's workers; `Err` says what is wrong.
     fn verify(&self, results: &[(WorkerSlot, WorkerResult)]) -> Result<(), WrongResult>;
@@ -200,4 +178,62 @@ pub trait WorkerState: Send {
     fn step(&mut self, max_ops: u64) -> u64;
 
     fn finish(&mut self) -> WorkerResult;
+}
+
+/// Refuse a given value that does not have the type of its default (an
+/// integer, or a size like 384MiB), so a typo is refused when the run is
+/// planned instead of failing every sample. Ranges are each workload's
+/// own: [`Workload::check`].
+pub fn check_param_types(info: &WorkloadInfo, given: &Params) -> Result<(), ParamError> {
+    for p in &info.params {
+        let Some(v) = given.get(p.name) else { continue };
+        let one = |val: &str| Params::from([(p.name.to_string(), val.to_string())]);
+        if param_u64(&one(p.default), p.name).is_ok() {
+            param_u64(&one(v), p.name).map_err(|_| ParamError::NotAnInteger {
+                name: p.name,
+                value: v.clone(),
+                workload: info.name,
+                default: p.default,
+            })?;
+        } else if param_bytes(&one(p.default), p.name).is_ok() {
+            param_bytes(&one(v), p.name).map_err(|_| ParamError::NotASize {
+                name: p.name,
+                value: v.clone(),
+                workload: info.name,
+                default: p.default,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Fill in defaults and refuse unknown parameters, naming them.
+pub fn resolve_params(info: &WorkloadInfo, given: &Params) -> Result<Params, ParamError> {
+    for k in given.keys() {
+        if !info.params.iter().any(|p| p.name == k) {
+            let valid: Vec<&str> = info.params.iter().map(|p| p.name).collect();
+            return Err(ParamError::Unknown {
+                name: k.clone(),
+                workload: info.name,
+                valid: if valid.is_empty() {
+                    "none".to_string()
+                } else {
+                    valid.join(", ")
+                },
+            });
+        }
+    }
+    Ok(info
+        .params
+        .iter()
+        .map(|p| {
+            (
+                p.name.to_string(),
+                given
+                    .get(p.name)
+                    .cloned()
+                    .unwrap_or_else(|| p.default.to_string()),
+            )
+        })
+        .collect())
 }

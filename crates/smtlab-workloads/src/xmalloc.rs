@@ -29,8 +29,8 @@ use smtlab_types::Mode;
 use super::alloc_common::{
     param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
 };
+use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
-use crate::workload::WrongResult;
 
 pub struct Xmalloc;
 
@@ -101,7 +101,7 @@ impl Workload for Xmalloc {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         Ok(Box::new(XmallocProcess {
             settings: Settings::parse(params)?,
             threads: ctx.threads,
@@ -112,7 +112,7 @@ impl Workload for Xmalloc {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         Settings::parse(params).map(drop)
     }
 }
@@ -128,7 +128,7 @@ struct Settings {
 }
 
 impl Settings {
-    fn parse(params: &Params) -> anyhow::Result<Settings> {
+    fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         Ok(Settings {
             batch: param_count(params, "batch", 1 << 20)?,
             depth: param_count(params, "depth", 1 << 16)? as usize,
@@ -153,7 +153,7 @@ struct Shared {
 }
 
 impl ProcessState for XmallocProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         Ok(Box::new(XmallocWorker {
             thread: slot.thread,
             next: (self.threads > 1).then_some((slot.thread + 1) % self.threads),

@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::workload::WrongResult;
+use crate::error::{WorkloadError, WrongResult};
 use crate::{
     param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
@@ -71,10 +71,14 @@ fn worker_seed(seed: u64, worker: usize) -> u64 {
     seed ^ (worker as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-fn ranged(params: &Params, name: &str, lo: u64, hi: u64) -> anyhow::Result<u64> {
+fn ranged(params: &Params, name: &str, lo: u64, hi: u64) -> Result<u64, WorkloadError> {
     let v = param_u64(params, name)?;
     if !(lo..=hi).contains(&v) {
-        anyhow::bail!("--param {name}={v}: expected {lo}..={hi}");
+        return Err(WorkloadError::param(
+            name,
+            v,
+            format!("expected {lo}..={hi}"),
+        ));
     }
     Ok(v)
 }
@@ -143,7 +147,7 @@ impl Workload for Jbb {
         &self,
         params: &Params,
         ctx: &ProcessContext,
-    ) -> anyhow::Result<Box<dyn ProcessState>> {
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
         let Settings {
             seed,
             items,
@@ -160,7 +164,7 @@ impl Workload for Jbb {
         }))
     }
 
-    fn check(&self, params: &Params) -> anyhow::Result<()> {
+    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
         Settings::parse(params).map(drop)
     }
 }
@@ -174,7 +178,7 @@ struct Settings {
 }
 
 impl Settings {
-    fn parse(params: &Params) -> anyhow::Result<Settings> {
+    fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         let corrupt = ranged(params, "corrupt", 0, 1)? == 1;
         let seed = param_u64(params, "seed")?;
         let items = ranged(params, "items", 1, 10_000_000)? as usize;
@@ -182,17 +186,27 @@ impl Settings {
         let initial_orders = ranged(params, "initial_orders", 0, 1_000_000)? as usize;
         let max_orders = match ranged(params, "max_orders", 0, 1_000_000)? as usize {
             0 => initial_orders.max(1),
-            m if m < initial_orders => anyhow::bail!(
-                "--param max_orders={m}: must be at least initial_orders ({initial_orders})"
-            ),
+            m if m < initial_orders => {
+                return Err(WorkloadError::param(
+                    "max_orders",
+                    m,
+                    format!("must be at least initial_orders ({initial_orders})"),
+                ))
+            }
             m => m,
         };
         let max_history = match ranged(params, "max_history", 0, 1_000_000)? as usize {
             0 => customers,
-            m if m < customers => anyhow::bail!(
-                "--param max_history={m}: must be at least customers ({customers}), \
-                 who each start with one payment"
-            ),
+            m if m < customers => {
+                return Err(WorkloadError::param(
+                    "max_history",
+                    m,
+                    format!(
+                        "must be at least customers ({customers}), who each start with one \
+                         payment"
+                    ),
+                ))
+            }
             m => m,
         };
         Ok(Settings {
@@ -218,7 +232,7 @@ struct JbbProcess {
 }
 
 impl ProcessState for JbbProcess {
-    fn worker(&self, slot: WorkerSlot) -> anyhow::Result<Box<dyn WorkerState>> {
+    fn worker(&self, slot: WorkerSlot) -> Result<Box<dyn WorkerState>, WorkloadError> {
         let rng = ChaCha8Rng::seed_from_u64(worker_seed(self.seed, slot.worker));
         Ok(Box::new(JbbWorker {
             wh: Box::new(Warehouse::build(self.company.clone(), self.cfg, rng)),

@@ -1,7 +1,7 @@
 use super::warehouse::{Tx, DECK_MIX, DECK_SIZE, TX_KINDS};
 use super::*;
+use crate::error::WrongResult;
 use crate::testing::{self, ctx, slot};
-use crate::workload::WrongResult;
 
 fn params(kv: &[(&str, &str)]) -> Params {
     testing::params(&Jbb.info(), kv).unwrap()

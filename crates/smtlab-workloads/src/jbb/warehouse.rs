@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::company::{
     fill_alpha, last_name, nurand, Company, DISTRICTS, NURAND_C_ID, NURAND_C_ITEM, NURAND_C_LAST,
 };
-use crate::workload::WrongResult;
+use crate::error::WrongResult;
 
 /// Transactions, in SPECjbb2005's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
