@@ -16,6 +16,11 @@ use rusqlite::Connection;
 
 use super::schema::{self, MIGRATIONS};
 use super::*;
+use crate::samples::{counter_status_str, parse_counter_scope, parse_counter_status};
+use smtlab_types::{
+    CounterScope, CounterStatus, CounterValue, Mode, Point, Program, ResourceUsage, Sample,
+    SampleStatus, Spawn, WorkerSample,
+};
 use smtlab_types::{Metric, Model};
 
 // ----- fixtures -----------------------------------------------------------
