@@ -214,7 +214,7 @@ const MAX_NAMED_SERIES: usize = 6;
 
 /// Notes of the form `SERIES: what` that say the same `what` about three or
 /// more series become one note naming them (the first
-/// [`MAX_NAMED_SERIES`], then how many more): a sweep over many programs
+/// `MAX_NAMED_SERIES`, then how many more): a sweep over many programs
 /// and allocators would otherwise repeat one sentence a dozen times.
 pub fn merge_notes(notes: Vec<String>) -> Vec<String> {
     let split = |n: &str| {

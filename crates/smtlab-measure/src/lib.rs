@@ -3,7 +3,7 @@
 //! its budget is spent, or it keeps failing), every sample committed as soon
 //! as it is taken, and an interrupted run resumable where it stopped.
 //!
-//! * [`engine`]: the loop, and the [`Event`](engine::Event)s it emits
+//! * [`engine`]: the loop, and the [`Event`]s it emits
 //!   (it never prints);
 //! * [`sampler`]: its seams, [`Sampler`] (where samples come from) and
 //!   [`SampleLog`] (where they are committed);

@@ -1,7 +1,7 @@
 //! The store: every run, its host facts, its points and every sample, in one
 //! SQLite file (`./smtlab.db` unless `--db PATH`).
 //!
-//! Owns the file format ([`schema`]: versioned migrations) and the mapping
+//! Owns the file format (`schema.rs`: versioned migrations) and the mapping
 //! between the record types of `smtlab-types` (runs, points, samples) and
 //! rows, one file per kind of record (`runs.rs`, `points.rs`,
 //! `samples.rs`). Written by the CLI (a run's record and its points) and
@@ -31,7 +31,7 @@
 //!
 //! # Exactness
 //!
-//! [`Store::samples`] returns exactly the [`Sample`]s that were added: REAL
+//! [`Store::samples`] returns exactly the [`Sample`](smtlab_types::Sample)s that were added: REAL
 //! columns hold IEEE doubles bit for bit, and vectors come back in insertion
 //! order. Two limits of SQLite itself: a NaN is stored as NULL (it reads back
 //! as `None`, or NaN where the field is not optional), and an integer above

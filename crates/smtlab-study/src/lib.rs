@@ -5,7 +5,7 @@
 //!
 //! * [`planning`]: a study planned for a machine (programs, models,
 //!   placements, N, allocators, sampling, limits);
-//! * [`findings`]: its tables and verdicts, from the analysed points;
+//! * [`findings`](mod@findings): its tables and verdicts, from the analysed points;
 //! * [`report_run`]: load a stored run → analyse → findings → write the
 //!   report files.
 //!

@@ -120,7 +120,7 @@ impl FromStr for StudyKind {
     }
 }
 
-/// What makes a run a study, stored in its [`RunSpec`].
+/// What makes a run a study, stored in its [`RunSpec`](crate::RunSpec).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StudyMeta {
     pub kind: StudyKind,

@@ -30,7 +30,7 @@
 //! more than one core); the summary derives `foreign_share`.
 //!
 //! One operation is one allocation (and, once the live set is full, one
-//! free). Verified by conservation of tags ([`super::alloc_common`]): every
+//! free). Verified by conservation of tags (`alloc_common.rs`): every
 //! live object still holds its pattern and the counts add up.
 
 use std::collections::{BTreeMap, HashMap};

@@ -15,7 +15,7 @@
 //! the object, each forced to memory) and one free. Verified per object
 //! before it is freed: every byte holds the number of increments it
 //! received (mod 256); allocations and frees balance and reported ops equal
-//! counted ones ([`super::alloc_common`]).
+//! counted ones (`alloc_common.rs`).
 
 use std::sync::Arc;
 

@@ -21,7 +21,7 @@
 //! `touch` bytes are written (default 16: its tag and a check pattern); the
 //! original writes two bytes, so that the benchmark measures the allocator
 //! and not `memset` over 520-byte blocks (`touch=1024` writes every byte).
-//! Verified by conservation of tags ([`super::alloc_common`]): blocks
+//! Verified by conservation of tags (`alloc_common.rs`): blocks
 //! freed by any thread, alive in the arrays or left in the hand-off add up
 //! to those allocated, patterns intact.
 

@@ -11,7 +11,7 @@
 //! * [`task_queue`]: the queue that deals out irregular work;
 //! * [`registry`]: the built-ins by name;
 //! * one module per workload: `jbb` (SPECjbb2005-style warehouses), `parfib`,
-//!   `sumeuler`, `mandel` (nofib parallel, on a work-stealing [`pool`]),
+//!   `sumeuler`, `mandel` (nofib parallel, on a work-stealing pool, `pool.rs`),
 //!   `stream` (triad bandwidth), `latency` (pointer chase), `spin` (the
 //!   control), and the allocation benchmarks `allocprobe`, `larson`,
 //!   `xmalloc`, `cache_scratch`, `cache_thrash`, `mstress`.

@@ -17,7 +17,7 @@
 //! freed in their own generation, the rest in the next). A step runs one
 //! whole generation, more operations than the worker loop's first small chunks
 //! ask for (a thread per single allocation would measure only threads). Verified by
-//! conservation of tags ([`super::alloc_common`]) across generations.
+//! conservation of tags (`alloc_common.rs`) across generations.
 
 use std::sync::Arc;
 

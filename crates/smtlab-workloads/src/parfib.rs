@@ -12,7 +12,7 @@
 //! one such sequential leaf.
 //!
 //! Verified: the grand total of all workers equals `work * nfib n` by the
-//! closed form `nfib n = 2 fib (n+1) - 1` (see [`super::pool`]).
+//! closed form `nfib n = 2 fib (n+1) - 1` (see `pool.rs`).
 
 use crate::error::WorkloadError;
 use crate::{

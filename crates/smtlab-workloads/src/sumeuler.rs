@@ -12,7 +12,7 @@
 //! one `euler k`.
 //!
 //! Verified: the grand total of all workers equals `work` times the sum of
-//! a totient sieve computed at set-up (see [`super::pool`]).
+//! a totient sieve computed at set-up (see `pool.rs`).
 
 use crate::error::WorkloadError;
 use crate::{

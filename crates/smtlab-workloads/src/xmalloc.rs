@@ -15,7 +15,7 @@
 //! process model) always frees its own batches: no cross-thread frees.
 //!
 //! One operation is one block allocated and (by someone) freed. Verified by
-//! conservation of tags ([`super::alloc_common`]): blocks freed by any
+//! conservation of tags (`alloc_common.rs`): blocks freed by any
 //! thread and left in inboxes add up to those allocated, patterns intact.
 
 use std::sync::{Arc, Mutex};
