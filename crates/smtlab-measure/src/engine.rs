@@ -14,8 +14,6 @@
 //! which implements the log), test doubles return fixed values and keep
 //! samples in memory.
 
-use std::time::Instant;
-
 use smtlab_execute::Outcome;
 use smtlab_stats as stats;
 use smtlab_types::{Point, RunSpec, Sample, SampleStatus};
@@ -129,15 +127,29 @@ pub fn measure<L: SampleLog>(
         }
         states.push(st);
     }
-    // Resume the seeded order where a previous run left it.
-    let round = states.iter().map(|s| s.next_seq as u64).min().unwrap_or(0);
+    // Every active point takes one sample per round (a warm-up counts), so
+    // an active point's next seq is the number of rounds it has been
+    // through. A resumed run goes on with the round that was interrupted
+    // (the lowest next seq of the points still active, done points aside)
+    // and, in it, skips the points that were already sampled: the seeded
+    // order of the rest of the run is the one it would have had.
+    let round = states
+        .iter()
+        .filter(|s| !s.done)
+        .map(|s| s.next_seq as u64)
+        .min()
+        .unwrap_or(0);
     let mut scheduler = Scheduler::resume_at(points.len(), spec.seed, round);
     loop {
         let active: Vec<usize> = (0..points.len()).filter(|&i| !states[i].done).collect();
         if active.is_empty() {
             break;
         }
+        let this_round = scheduler.round();
         for i in scheduler.next_round(&active) {
+            if states[i].next_seq as u64 > this_round {
+                continue;
+            }
             if sampler.interrupted() {
                 finish_outliers(log, &states, spec.seed)?;
                 return Ok(RunEnd::Interrupted);
@@ -145,7 +157,7 @@ pub fn measure<L: SampleLog>(
             let (_, point) = &points[i];
             let st = &mut states[i];
             let warmup = st.warmups < spec.warmup;
-            let t0 = Instant::now();
+            let t0 = sampler.now_s();
             let sample = match sampler.sample(point, st.next_seq, warmup) {
                 Outcome::Measured(s) => *s,
                 Outcome::Interrupted => {
@@ -157,7 +169,7 @@ pub fn measure<L: SampleLog>(
             // Ctrl-C must not lose it.
             log.add_sample(st.point_id, &sample)?;
             st.next_seq += 1;
-            st.record(&sample, t0.elapsed().as_secs_f64());
+            st.record(&sample, sampler.now_s() - t0);
             sink.event(Event::Sample {
                 point,
                 sample: &sample,
@@ -223,3 +235,6 @@ fn finish_outliers<L: SampleLog>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,6 +17,8 @@ pub mod engine;
 pub mod sampler;
 pub mod schedule;
 pub mod stop_rule;
+#[cfg(test)]
+mod testing;
 
 pub use engine::{measure, Event, EventSink, RunEnd, MAX_FAILURES_IN_A_ROW};
 pub use sampler::{SampleLog, Sampler};

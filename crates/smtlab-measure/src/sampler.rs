@@ -4,6 +4,9 @@
 //! which implements [`SampleLog`] in `smtlab-store` (the store sits above
 //! this crate in the pipeline, so the engine cannot call it by name).
 
+use std::sync::OnceLock;
+use std::time::Instant;
+
 use smtlab_execute::{Outcome, SampleContext};
 use smtlab_types::{Point, Sample};
 
@@ -15,6 +18,15 @@ pub trait Sampler {
     /// Whether the user asked to stop (Ctrl-C): the engine stops before
     /// the next sample.
     fn interrupted(&self) -> bool;
+
+    /// Seconds on a monotonic clock: the engine charges each point the time
+    /// its samples took (its `--max-time` budget) by this clock. Real
+    /// samplers keep the default, the machine's monotonic clock; a test's
+    /// sampler advances its own, so budgets can be tested without waiting.
+    fn now_s(&self) -> f64 {
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_secs_f64()
+    }
 }
 
 impl Sampler for SampleContext<'_> {
