@@ -563,21 +563,6 @@ fn single_n_charts_still_render() {
 }
 
 #[test]
-fn numbers_format_compactly() {
-    assert_eq!(num(1234.5678), "1235");
-    assert_eq!(num(1.23456), "1.235");
-    assert_eq!(num(0.5), "0.5");
-    assert_eq!(num(0.97), "0.97");
-    assert_eq!(num(1000.0), "1000");
-    assert_eq!(num(f64::NAN), "n/a");
-    assert_eq!(num(2.5e7), "2.500e7");
-    assert_eq!(
-        shell_line(&["a".into(), "b c".into(), "it's".into()]),
-        r"a 'b c' 'it'\''s'"
-    );
-}
-
-#[test]
 fn errors_name_the_file() {
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
