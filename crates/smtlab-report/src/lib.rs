@@ -16,8 +16,17 @@
 //! auto-escaping, SVG by plotters, CSV by the `csv` crate, Markdown here),
 //! because program labels and command lines are user input.
 //!
-//! The report consumes `smtlab_analyse::analysis`'s types; it computes no
-//! statistics of its own except per-sample context-switch rates for a chart.
+//! One file per format, each a `Writer` (`writer.rs`) named after the file it
+//! writes (`samples_csv`, `results_json`, `summary_md`, `report_html`);
+//! `charts` decides which charts a run gets, `draw` renders them with
+//! plotters (an embedded font, `text` for crisp PNG text), `chart_files`
+//! writes them, `format` holds the formatting the page and the summary
+//! share. [`write_report`] computes the shared parts once and runs the
+//! writers in a fixed order.
+//!
+//! The report consumes `smtlab_analyse`'s types; it computes no statistics
+//! of its own except per-sample context-switch rates for a chart. Called by
+//! the report pipeline of `smtlab-study`.
 
 mod chart_files;
 mod charts;
