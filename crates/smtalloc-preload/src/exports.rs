@@ -1,11 +1,11 @@
 //! The exported C allocator symbols, with glibc's semantics for the edge
-//! cases (see `engine::raw`).
+//! cases (see `smtalloc_core::raw`).
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_void};
 use core::ptr::null_mut;
 
-use engine::raw;
+use smtalloc_core::raw;
 
 #[no_mangle]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {

@@ -19,11 +19,11 @@
 //!
 //! # Design
 //!
-//! **Engine: mimalloc v3** (through `libmimalloc-sys` 0.1.49+, whose
+//! **Built on mimalloc v3** (through `libmimalloc-sys` 0.1.49+, whose
 //! default is mimalloc 3.3; its `override` feature stays off because
 //! libsmtalloc.so exports `malloc` itself). Size classes, free lists,
 //! thread-local fast paths and cross-thread frees are mimalloc's, a proven
-//! engine; smtalloc only decides *which memory* a request may use. mimalloc
+//! allocator; smtalloc only decides *which memory* a request may use. mimalloc
 //! v3 because it has what this needs: arenas registered from caller memory
 //! (`mi_manage_memory`) that can be *exclusive* (only heaps bound to
 //! them allocate there), and first-class heaps bound to one arena
@@ -103,7 +103,7 @@
 //! blocks of every node there itself, through mimalloc's local free path,
 //! and hands the nodes back. The freeing core writes nothing into the
 //! block, and nothing of the owner's but one inbox line per 61 blocks.
-//! This is snmalloc's message-passing design on top of mimalloc's engine;
+//! This is snmalloc's message-passing design on top of mimalloc;
 //! it made xmalloc-like and larson-like runs 1.3-1.6x faster here in the
 //! host's fast state and 1.5-2.4x in its slow state
 //! (README). Frees fall back to `mi_free` when the outbox is held by a
@@ -194,39 +194,37 @@
 //! mimalloc would reserve itself once smtalloc's metadata arena is full).
 //!
 //! # Modules
-//! Only the private `sys` module (FFI, syscalls, raw memory, the C-semantics
-//! entry points) contains `unsafe`; options, topology and reporting are
-//! safe code.
+//! The allocator is the private `sys` module, in layers that call
+//! downwards only (see its docs: alloc → heap → arena → os, and the
+//! statistics on top); only `sys/os.rs` calls the OS, and `unsafe` is
+//! allowed only in the files of `sys` that need it. This root re-exports
+//! the public API and calls nothing but `sys`.
 
-mod options;
-mod report;
 mod sys;
-mod topology;
 
 use std::path::PathBuf;
 
-pub use report::{stats, CoreStats, Stats};
 pub use sys::global::SmtAlloc;
+pub use sys::stats::{stats, CoreStats, Stats};
 
 /// The C-semantics entry points, for `smtalloc-preload` (which exports them
 /// as `malloc`, `free`, ...) and for tests. Each behaves like its glibc
 /// namesake; see the crate docs.
 pub mod raw {
-    pub use crate::sys::engine::{
-        aligned, calloc, free, keep_errno, malloc, page_size, posix_memalign, realloc, usable_size,
-        LARGE_MIN, MAX_ALIGN,
+    pub use crate::sys::alloc::{
+        aligned, calloc, malloc, posix_memalign, realloc, usable_size, MAX_ALIGN,
     };
-
+    pub use crate::sys::free::free;
+    pub use crate::sys::large::LARGE_MIN;
+    pub use crate::sys::os::{keep_errno, page_size};
     /// Prints the statistics report to stderr (`smtalloc_stats_print()`).
-    pub fn print_stats() {
-        crate::report::print_stats();
-    }
+    pub use crate::sys::stats::print_stats;
 }
 
 /// The core index owning the arena that contains `p`, or `None` (a large
 /// block, or memory not from smtalloc's core arenas).
 pub fn owner_core(p: *const u8) -> Option<usize> {
-    sys::engine::owner_core(p)
+    sys::frame_table::owner_core(p)
 }
 
 /// Blocks and batches of other cores' frees that core `core` has received
@@ -238,7 +236,7 @@ pub fn cross_core_frees_received(core: usize) -> (u64, u64) {
 
 /// The core index smtalloc maps a CPU to (after initialization).
 pub fn core_of_cpu(cpu: usize) -> Option<usize> {
-    sys::engine::core_of_cpu(cpu)
+    sys::cpu::core_of_cpu(cpu)
 }
 
 /// The file name of the preload library.

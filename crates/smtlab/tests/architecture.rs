@@ -9,8 +9,8 @@
 //!   around a loop (`use crate::x` and `super::x` references outside test
 //!   code), so the files of a crate can be read bottom-up too.
 //! * `unsafe`: allowed only in `smtlab-sys`, smtalloc's `sys/` and the
-//!   preload library's exports, and every `unsafe` block, function or impl
-//!   there has a `// SAFETY:` comment right above it.
+//!   preload library's exports, and every `unsafe` block and impl there has
+//!   a `// SAFETY:` comment right above it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -83,7 +83,13 @@ fn crates() -> Vec<(String, PathBuf)> {
 fn smtlab_deps(dir: &Path, names: &BTreeSet<String>) -> BTreeSet<String> {
     let text = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     text.lines()
-        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter_map(|l| {
+            // `alias = { package = "name", ... }` depends on `name`.
+            match l.split_once("package = \"") {
+                Some((_, rest)) => rest.split('"').next(),
+                None => l.split(['.', ' ', '=']).next(),
+            }
+        })
         .filter(|d| names.contains(*d))
         .map(str::to_string)
         .collect()
@@ -333,27 +339,41 @@ fn unsafe_lives_only_in_sys_with_a_safety_comment_on_every_block() {
             if !unsafe_allowed(&rel) {
                 continue;
             }
-            let lines: Vec<&str> = text.lines().collect();
-            for (i, line) in lines.iter().enumerate() {
-                let code = line.split("//").next().unwrap();
-                let opens = ["unsafe {", "unsafe impl", "unsafe extern", "unsafe fn"]
-                    .iter()
-                    .any(|k| code.contains(k));
-                if !opens {
-                    continue;
-                }
-                // The comment sits right above the statement, which may
-                // start a few lines earlier than the `unsafe` itself, or
-                // (for an `unsafe fn`) in its doc's `# Safety` section.
-                let above = lines[i.saturating_sub(8)..=i].join("\n");
-                if !(above.contains("SAFETY:") || above.contains("# Safety")) {
-                    faults.push(format!(
-                        "{rel}:{}: `unsafe` without a `// SAFETY:` comment above it",
-                        i + 1
-                    ));
-                }
-            }
+            faults.extend(missing_safety(&rel, &text));
         }
     }
     assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
+/// Every `unsafe` block or impl of `text` (file `rel`) without a
+/// `// SAFETY:` comment right above it.
+fn missing_safety(rel: &str, text: &str) -> Vec<String> {
+    let mut faults = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.split("//").next().unwrap();
+        // Blocks and impls; an `unsafe fn`'s contract is its callers'
+        // business, each call being in a block.
+        if !["unsafe {", "unsafe impl"].iter().any(|k| code.contains(k)) {
+            continue;
+        }
+        // The comment sits right above the statement, which may start a
+        // few lines earlier than the `unsafe` itself.
+        let above = lines[i.saturating_sub(8)..=i].join("\n");
+        if !above.contains("SAFETY:") {
+            faults.push(format!(
+                "{rel}:{}: `unsafe` without a `// SAFETY:` comment above it",
+                i + 1
+            ));
+        }
+    }
+    faults
+}
+
+#[test]
+fn the_safety_check_finds_a_bare_block() {
+    let with = "// SAFETY: the pointer is valid.\nlet x = unsafe { *p };\n";
+    let without = "let y = 1;\nlet x = unsafe { *p };\n";
+    assert!(missing_safety("a.rs", with).is_empty());
+    assert_eq!(missing_safety("a.rs", without).len(), 1);
 }

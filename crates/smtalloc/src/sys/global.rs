@@ -4,7 +4,8 @@
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 
-use super::engine;
+use super::alloc::{aligned, calloc, malloc, realloc};
+use super::free::free;
 
 /// The core-aware allocator for Rust programs:
 ///
@@ -13,7 +14,7 @@ use super::engine;
 /// static ALLOC: smtalloc::SmtAlloc = smtalloc::SmtAlloc;
 /// ```
 ///
-/// Same engine as `libsmtalloc.so`: every block under 1 MiB comes from the
+/// The same allocator as `libsmtalloc.so`: every block under 1 MiB comes from the
 /// arena of the physical core the thread runs on.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SmtAlloc;
@@ -29,40 +30,40 @@ unsafe impl GlobalAlloc for SmtAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if layout.align() <= MIN_ALIGN {
-            engine::malloc(layout.size()).cast()
+            malloc(layout.size()).cast()
         } else {
-            engine::aligned(layout.size(), layout.align(), false).cast()
+            aligned(layout.size(), layout.align(), false).cast()
         }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if layout.align() <= MIN_ALIGN {
-            engine::calloc(1, layout.size()).cast()
+            calloc(1, layout.size()).cast()
         } else {
-            engine::aligned(layout.size(), layout.align(), true).cast()
+            aligned(layout.size(), layout.align(), true).cast()
         }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
         // SAFETY: `ptr` was returned by this allocator (GlobalAlloc contract).
-        unsafe { engine::free(ptr.cast::<c_void>()) }
+        unsafe { free(ptr.cast::<c_void>()) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if layout.align() <= MIN_ALIGN {
             // SAFETY: `ptr` is live and from this allocator; new_size > 0.
-            return unsafe { engine::realloc(ptr.cast(), new_size) }.cast();
+            return unsafe { realloc(ptr.cast(), new_size) }.cast();
         }
-        let new = engine::aligned(new_size, layout.align(), false).cast::<u8>();
+        let new = aligned(new_size, layout.align(), false).cast::<u8>();
         if !new.is_null() {
             // SAFETY: both blocks are live, distinct, and hold at least
             // min(old, new) bytes; then the old one is released.
             unsafe {
                 core::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                engine::free(ptr.cast());
+                free(ptr.cast());
             }
         }
         new

@@ -210,6 +210,29 @@ pub fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let ps = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(ps).unwrap_or(4096).max(4096)
+}
+
+/// Preserves `errno` across `f` (glibc's `free` does).
+#[inline(always)]
+pub fn keep_errno<T>(f: impl FnOnce() -> T) -> T {
+    let e = errno();
+    let r = f();
+    set_errno(e);
+    r
+}
+
+/// Gives the CPU to another thread (a spin lock's holder may be a
+/// preempted thread on this CPU).
+pub fn yield_now() {
+    // SAFETY: sched_yield has no memory effects.
+    unsafe { libc::sched_yield() };
+}
+
 /// An anonymous private mapping of `len` bytes aligned to `align` (a power
 /// of two >= 4 KiB), made by over-mapping and unmapping the excess.
 pub fn mmap_aligned(len: usize, align: usize, noreserve: bool) -> Option<NonNull<u8>> {
@@ -331,7 +354,7 @@ pub fn mremap_in_place(addr: usize, old_len: usize, new_len: usize) -> bool {
     r as usize == addr
 }
 
-/// Registers fork handlers (see `engine::register_fork_handlers`).
+/// Registers fork handlers (`fork.rs`, at init).
 pub fn atfork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
     // SAFETY: the handlers are plain functions that live for the whole
     // process (this library is never unloaded while running: it is either

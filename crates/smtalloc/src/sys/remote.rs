@@ -53,7 +53,7 @@ use core::sync::atomic::{
 
 use super::spin_lock::SpinLock;
 
-use super::engine::{MAX_CORES, MAX_CPUS};
+use super::cpu::{MAX_CORES, MAX_CPUS};
 use super::mi;
 
 /// Pointers per node: with its header a node is 512 bytes, eight lines.

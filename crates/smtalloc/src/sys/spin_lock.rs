@@ -8,6 +8,8 @@ use core::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
+use super::os;
+
 pub struct SpinLock(AtomicBool);
 
 impl SpinLock {
@@ -31,8 +33,7 @@ impl SpinLock {
             .compare_exchange_weak(false, true, Acquire, Relaxed)
             .is_err()
         {
-            // SAFETY: sched_yield has no memory effects.
-            unsafe { libc::sched_yield() };
+            os::yield_now();
         }
     }
 

@@ -1,57 +1,21 @@
 //! Statistics: a snapshot taken without allocating (so it can run inside a
 //! preloaded process at exit, or from `smtalloc_stats_print()`), the text
-//! report on stderr, and the [`Stats`] value for Rust callers.
+//! report on stderr, the [`Stats`] value for Rust callers, and the exit
+//! hook that prints the report when `SMTALLOC_STATS=1`.
+#![allow(unsafe_code)]
 
-use core::fmt::{self, Write};
+use core::fmt;
 
-use crate::sys::engine::{self, RegionInfo, MAX_REGIONS};
-use crate::sys::os::{self, FRAME};
-use crate::sys::remote;
-
-/// One formatted line in a stack buffer (truncated if too long).
-pub struct Line {
-    buf: [u8; 512],
-    len: usize,
-}
-
-impl Default for Line {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Line {
-    pub fn new() -> Self {
-        Line {
-            buf: [0; 512],
-            len: 0,
-        }
-    }
-    pub fn push_fmt(&mut self, args: fmt::Arguments<'_>) {
-        let _ = self.write_fmt(args);
-    }
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl Write for Line {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
-}
-
-/// Writes `smtalloc-core-N\0` (the VMA name of core N's arenas).
-pub fn core_vma_name(core: usize, out: &mut [u8; 32]) {
-    let mut l = Line::new();
-    l.push_fmt(format_args!("smtalloc-core-{core}"));
-    let n = l.len.min(31);
-    out[..n].copy_from_slice(&l.buf[..n]);
-    out[n] = 0;
-}
+use super::arena::{self, RegionInfo, MAX_REGIONS};
+use super::cpu;
+use super::heap;
+use super::init;
+use super::large;
+use super::line::Line;
+use super::options;
+use super::os::{self, FRAME};
+use super::remote;
+use super::settings;
 
 /// The number of 2 MiB frames that lie (even partly) in the arenas of more
 /// than one core. smtalloc's invariant is that this is 0: computed from the
@@ -130,7 +94,7 @@ impl<'a> SmapsAcc<'a> {
             .position(|b| b.is_ascii_digit())
             .unwrap_or(rest.len());
         let Some(kb) =
-            crate::options::parse_u64(rest[start..].split(|&b| b == b' ').next().unwrap_or(b""))
+            options::parse_u64(rest[start..].split(|&b| b == b' ').next().unwrap_or(b""))
         else {
             return;
         };
@@ -164,10 +128,10 @@ impl Snapshot {
     /// Frees the idle parked cross-core frees first (they would count as
     /// in use), then reads the regions and smaps.
     pub fn take() -> Snapshot {
-        let (cpus, cores) = engine::topology_counts();
+        let (cpus, cores) = cpu::topology_counts();
         remote::flush_idle(cpus, cores);
         let mut regions = [RegionInfo::default(); MAX_REGIONS];
-        let n = engine::regions(&mut regions);
+        let n = arena::regions(&mut regions);
         let mut acc = SmapsAcc::new(&regions[..n]);
         let mut buf = [0u8; 4096];
         let smaps_ok = os::for_each_line(c"/proc/self/smaps", &mut buf, |l| acc.line(l));
@@ -222,13 +186,13 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// nothing.
 pub fn print_stats() {
     let snap = Snapshot::take();
-    let (cpus, cores) = engine::topology_counts();
+    let (cpus, cores) = cpu::topology_counts();
     let mut l = Line::new();
     l.push_fmt(format_args!(
         "smtalloc: stats: {} cpus, {} cores, cpu from {}, {} arena regions\n",
         cpus,
         cores,
-        if engine::uses_rseq() {
+        if cpu::uses_rseq() {
             "rseq"
         } else {
             "sched_getcpu"
@@ -241,14 +205,14 @@ pub fn print_stats() {
         let (nreg, arena, rss, huge) = snap.core_totals(core);
         all_rss += rss;
         all_huge += huge;
-        let (calls, bytes) = engine::core_counters(core);
-        let in_use = engine::core_in_use(core);
+        let (calls, bytes) = heap::core_counters(core);
+        let in_use = arena::core_in_use(core);
         let (recv_blocks, recv_batches) = remote::received(core);
         let mut l = Line::new();
         l.push_fmt(format_args!("smtalloc: core {core} cpus "));
         let mut first = true;
         for cpu in 0..cpus {
-            if engine::core_of_cpu(cpu) == Some(core) {
+            if cpu::core_of_cpu(cpu) == Some(core) {
                 l.push_fmt(format_args!("{}{cpu}", if first { "" } else { "," }));
                 first = false;
             }
@@ -264,8 +228,8 @@ pub fn print_stats() {
         ));
         os::write_stderr(l.as_bytes());
     }
-    let (lbytes, lblocks, ltotal) = engine::large_counters();
-    let (kept, kept_bytes, reused) = engine::large_kept();
+    let (lbytes, lblocks, ltotal) = large::large_counters();
+    let (kept, kept_bytes, reused) = large::large_kept();
     let mut l = Line::new();
     l.push_fmt(format_args!(
         "smtalloc: large (>= 1 MiB, shared, 2 MiB-aligned): {lblocks} live blocks, {}, {ltotal} allocated in all, {reused} of them reusing a freed block's mapping; {kept} freed ({}) kept for reuse\n",
@@ -283,18 +247,18 @@ pub fn print_stats() {
             " (smaps unreadable)"
         }
     ));
-    let (advised, collapsed) = engine::lazy_counters();
+    let (advised, collapsed) = arena::lazy_counters();
     l.push_fmt(format_args!(
         "smtalloc: lazy huge pages: first {} of each region in 4 KiB pages until the region has claimed as much; {advised} region(s) past it, {collapsed} frame(s) collapsed; mimalloc metadata arena: {} (4 KiB pages)\n",
-        Mib(engine::thp_after() as u64),
-        Mib(engine::meta_range().map_or(0, |(_, len)| len as u64)),
+        Mib(settings::thp_after() as u64),
+        Mib(arena::meta_range().map_or(0, |(_, len)| len as u64)),
     ));
     os::write_stderr(l.as_bytes());
     let mut l = Line::new();
     l.push_fmt(format_args!(
         "smtalloc: shared frames: {} (2 MiB frames in more than one core's arena), fallbacks to the shared heap: {}, cross-core frees not batched (freed directly): {}\n",
         snap.shared_frames,
-        engine::fallbacks(),
+        heap::fallbacks(),
         remote::direct(cpus)
     ));
     os::write_stderr(l.as_bytes());
@@ -362,20 +326,20 @@ pub struct Stats {
 /// Gathers [`Stats`]. The snapshot is taken before anything is allocated
 /// for the result.
 pub fn stats() -> Stats {
-    if !engine::is_initialized() {
+    if !init::is_initialized() {
         return Stats::default();
     }
     let snap = Snapshot::take();
-    let (cpus, ncores) = engine::topology_counts();
+    let (cpus, ncores) = cpu::topology_counts();
     let mut cores = Vec::with_capacity(ncores);
     for core in 0..ncores {
         let (_, arena, rss, huge) = snap.core_totals(core);
-        let (calls, bytes) = engine::core_counters(core);
+        let (calls, bytes) = heap::core_counters(core);
         let (remote_freed_blocks, remote_batches) = remote::received(core);
         cores.push(CoreStats {
             core,
             cpus: (0..cpus)
-                .filter(|&c| engine::core_of_cpu(c) == Some(core))
+                .filter(|&c| cpu::core_of_cpu(c) == Some(core))
                 .collect(),
             regions: snap
                 .regions()
@@ -386,19 +350,19 @@ pub fn stats() -> Stats {
             arena_bytes: arena,
             alloc_calls: calls,
             alloc_bytes: bytes,
-            in_use_bytes: engine::core_in_use(core),
+            in_use_bytes: arena::core_in_use(core),
             rss_bytes: rss,
             huge_bytes: huge,
             remote_freed_blocks,
             remote_batches,
         });
     }
-    let (lbytes, lblocks, ltotal) = engine::large_counters();
-    let (kept, kept_bytes, reused) = engine::large_kept();
+    let (lbytes, lblocks, ltotal) = large::large_counters();
+    let (kept, kept_bytes, reused) = large::large_kept();
     Stats {
         initialized: true,
-        rseq: engine::uses_rseq(),
-        counting: engine::stats_enabled(),
+        rseq: cpu::uses_rseq(),
+        counting: settings::stats_enabled(),
         cpus,
         cores,
         large_live_blocks: lblocks,
@@ -408,10 +372,22 @@ pub fn stats() -> Stats {
         large_kept_blocks: kept as u64,
         large_kept_bytes: kept_bytes as u64,
         shared_frames: snap.shared_frames,
-        fallbacks: engine::fallbacks(),
+        fallbacks: heap::fallbacks(),
         remote_direct_frees: remote::direct(cpus),
     }
 }
+
+/// Runs at exit (from `.fini_array`, which allocates nothing, unlike
+/// `atexit` from inside malloc): prints the stats if asked.
+extern "C" fn at_exit() {
+    if init::is_initialized() && settings::stats_enabled() {
+        print_stats();
+    }
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = at_exit;
 
 #[cfg(test)]
 mod tests {
@@ -464,12 +440,5 @@ mod tests {
         assert_eq!(acc.huge[0], 2048 * 1024);
         assert_eq!(acc.rss[1], 1024 * 1024);
         assert_eq!(acc.huge[1], 0);
-    }
-
-    #[test]
-    fn vma_name() {
-        let mut n = [0u8; 32];
-        core_vma_name(12, &mut n);
-        assert_eq!(&n[..17], b"smtalloc-core-12\0");
     }
 }

@@ -1,0 +1,108 @@
+//! Initialization, once, at the first allocation: the options, the CPU ->
+//! core map, mimalloc's options and metadata arena, the frame table, the
+//! fork handlers. Nothing here allocates (smtalloc is malloc): requests
+//! made while it runs are served from the bootstrap buffer.
+#![allow(unsafe_code)]
+
+use core::sync::atomic::{
+    AtomicU8,
+    Ordering::{AcqRel, Acquire, Release},
+};
+
+use super::arena::meta_arena;
+use super::core_map;
+use super::cpu::{self, MAX_CPUS};
+use super::fork;
+use super::frame_table;
+use super::large_cache;
+use super::line::Line;
+use super::mi;
+use super::options::Options;
+use super::os::{self, FRAME};
+use super::settings;
+
+const UNINIT: u8 = 0;
+const INITIALIZING: u8 = 1;
+const READY: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+
+/// Makes sure smtalloc is initialized. Returns false while initialization
+/// is in progress (a reentrant call from within init, or another thread
+/// racing it): the caller then serves the request from the bootstrap buffer.
+#[cold]
+pub(crate) fn ensure_init() -> bool {
+    match STATE.compare_exchange(UNINIT, INITIALIZING, AcqRel, Acquire) {
+        Ok(_) => {
+            init();
+            STATE.store(READY, Release);
+            true
+        }
+        Err(s) => s == READY,
+    }
+}
+
+/// Whether smtalloc has initialized in this process (the allocation paths
+/// check it before anything else).
+#[inline(always)]
+pub fn is_initialized() -> bool {
+    STATE.load(Acquire) == READY
+}
+
+fn init() {
+    let opts = Options::from_env(os::getenv_into, |name, value, valid| {
+        // One line on stderr: the value is ignored, the program runs on.
+        let mut line = Line::new();
+        line.push_fmt(format_args!(
+            "smtalloc: {}={}: not understood, expected {valid}; using the default\n",
+            name.to_str().unwrap_or("?"),
+            core::str::from_utf8(value).unwrap_or("(not UTF-8)"),
+        ));
+        os::write_stderr(line.as_bytes());
+    });
+    large_cache::set_capacity(opts.large_cache);
+    // SAFETY: plain getters of constants.
+    let (min_size, version) = unsafe { (mi::mi_arena_min_size(), mi::mi_version()) };
+    settings::apply(&opts, min_size.max(FRAME));
+
+    // CPU -> core map from sysfs, read into stack buffers.
+    let mut map = [0u16; MAX_CPUS];
+    let topo = core_map::read_core_map(&mut map, os::read_file);
+    cpu::set_map(&map, topo.cpus, topo.cores);
+
+    // SAFETY: mimalloc option setters, before any heap exists.
+    unsafe {
+        // Never purge (decommit/reset) anything: core arenas are also
+        // registered as pinned, so no huge page inside them is ever split.
+        mi::mi_option_set(mi::OPT_PURGE_DELAY, -1);
+        // mimalloc's own (shared) arena only holds heap metadata: keep its
+        // reservation small (the option is in KiB).
+        mi::mi_option_set(mi::OPT_ARENA_RESERVE, 32 * 1024);
+        if opts.verbose >= 2 {
+            mi::mi_option_set(mi::OPT_VERBOSE, 1);
+            mi::mi_option_set(mi::OPT_SHOW_ERRORS, 1);
+        }
+    }
+
+    meta_arena(min_size);
+
+    frame_table::map();
+    os::atfork(fork::prepare, fork::release, fork::release);
+
+    if opts.verbose >= 1 {
+        let mut line = Line::new();
+        line.push_fmt(format_args!(
+            "smtalloc: init: mimalloc {} cpus {} cores {} rseq {} reserve/core {} MiB thp {}\n",
+            version,
+            topo.cpus,
+            topo.cores,
+            if cpu::uses_rseq() {
+                "yes"
+            } else {
+                "no (sched_getcpu)"
+            },
+            settings::reserve() >> 20,
+            if opts.thp { "madvise" } else { "off" },
+        ));
+        os::write_stderr(line.as_bytes());
+    }
+}
