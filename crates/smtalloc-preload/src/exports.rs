@@ -1,5 +1,7 @@
 //! The exported C allocator symbols, with glibc's semantics for the edge
-//! cases (see `smtalloc_core::raw`).
+//! cases (see `smtalloc_core::raw`): each forwards to `smtalloc_core::raw`
+//! and uses nothing else. Exporting symbols (`#[no_mangle]`) is why this
+//! file allows unsafe code.
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_void};
@@ -51,7 +53,7 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> 
         // SAFETY: as `realloc`.
         Some(total) => unsafe { raw::realloc(p, total) },
         None => {
-            set_errno(libc::ENOMEM);
+            raw::set_errno(libc::ENOMEM);
             null_mut()
         }
     }
@@ -69,7 +71,7 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
 #[no_mangle]
 pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
     if !align.is_power_of_two() {
-        set_errno(libc::EINVAL);
+        raw::set_errno(libc::EINVAL);
         return null_mut();
     }
     raw::aligned(size, align, false)
@@ -79,7 +81,7 @@ pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
 #[no_mangle]
 pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     let Some(align) = align.max(1).checked_next_power_of_two() else {
-        set_errno(libc::EINVAL);
+        raw::set_errno(libc::EINVAL);
         return null_mut();
     };
     raw::aligned(size, align, false)
@@ -95,7 +97,7 @@ pub extern "C" fn valloc(size: usize) -> *mut c_void {
 pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
     let ps = raw::page_size();
     let Some(rounded) = size.checked_add(ps - 1).map(|s| s & !(ps - 1)) else {
-        set_errno(libc::ENOMEM);
+        raw::set_errno(libc::ENOMEM);
         return null_mut();
     };
     raw::aligned(rounded.max(ps), ps, false)
@@ -113,9 +115,4 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
 #[no_mangle]
 pub extern "C" fn smtalloc_stats_print() {
     raw::print_stats();
-}
-
-fn set_errno(e: c_int) {
-    // SAFETY: this thread's errno slot.
-    unsafe { *libc::__errno_location() = e };
 }

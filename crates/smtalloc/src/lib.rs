@@ -194,18 +194,29 @@
 //! mimalloc would reserve itself once smtalloc's metadata arena is full).
 //!
 //! # Modules
-//! The allocator is the private `sys` module, in layers that call
-//! downwards only (see its docs: alloc → heap → arena → os, and the
-//! statistics on top); only `sys/os.rs` calls the OS, and `unsafe` is
-//! allowed only in the files of `sys` that need it. This root re-exports
-//! the public API and calls nothing but `sys`.
+//!
+//! Two layers; each file's header says what it owns and who may call it.
+//!
+//! * `sys/` is the allocator, in files that call downwards only, as
+//!   mimalloc's do (a `malloc` descends alloc → heap → arena → os; its
+//!   docs list the files bottom-up). It holds everything the allocator
+//!   needs (the `SMTALLOC_*` options, the CPU → core map, text formatted
+//!   without allocating, the statistics printed at exit) because it runs
+//!   inside the first `malloc`, before any caller could hand it anything.
+//!   Nothing in it allocates through the global allocator or uses a module
+//!   outside it; only `sys/os.rs` calls the OS, and `unsafe` is allowed
+//!   only in the files of `sys` that need it.
+//! * Above it, safe code that uses only `sys`: `stats.rs` (the statistics
+//!   as Rust values, which allocate) and this root, which re-exports the
+//!   public API ([`raw`] holds what libsmtalloc.so exports).
 
+mod stats;
 mod sys;
 
 use std::path::PathBuf;
 
+pub use stats::{stats, CoreStats, Stats};
 pub use sys::global::SmtAlloc;
-pub use sys::stats::{stats, CoreStats, Stats};
 
 /// The C-semantics entry points, for `smtalloc-preload` (which exports them
 /// as `malloc`, `free`, ...) and for tests. Each behaves like its glibc
@@ -216,8 +227,8 @@ pub mod raw {
     };
     pub use crate::sys::free::free;
     pub use crate::sys::large::LARGE_MIN;
-    pub use crate::sys::os::{keep_errno, page_size};
-    /// Prints the statistics report to stderr (`smtalloc_stats_print()`).
+    pub use crate::sys::os::{keep_errno, page_size, set_errno};
+    /// Prints the statistics to stderr (`smtalloc_stats_print()`).
     pub use crate::sys::stats::print_stats;
 }
 

@@ -4,6 +4,15 @@
 //! smtalloc-preload and used by the `GlobalAlloc`. Blocks under
 //! [`LARGE_MIN`] come from the caller's core's heap (`heap.rs`), larger
 //! ones are large blocks (`large.rs`); `free` is `free.rs`.
+//!
+//! Hot path of `malloc(n)` for `n < 1 MiB`: load the rseq offset, load
+//! `cpu_id` from the thread's rseq area, index the CPU -> core table
+//! (`cpu.rs`) and the heap table (`heap.rs`), one load of the core's inbox
+//! (cross-core frees, `remote.rs`), call `mi_heap_malloc`; all of it is
+//! inlined into `malloc`.
+//!
+//! Called from above only: smtalloc-preload's exports (through `raw`) and
+//! the `GlobalAlloc` (`global.rs`).
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_void};

@@ -2,8 +2,11 @@
 //! with mimalloc as an exclusive, pinned arena with the heap that alone
 //! allocates from it; the lazy huge pages at each region's start (the
 //! commit callback); mimalloc's metadata arena of 4 KiB pages; and what the
-//! statistics read of them. Called by the heaps (`heap.rs`) to create and
-//! grow a core's arena, under [`GROW_LOCK`].
+//! statistics read of them.
+//!
+//! Called by `heap` to create and grow a core's arena, under [`GROW_LOCK`]
+//! (which `fork` also holds across `fork`), by `init` for the metadata
+//! arena, and by `stats` for what it reads.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -235,7 +238,7 @@ pub(crate) fn claimed(idx: usize, size: usize) {
 /// (`arena_reserve`) and advise it `MADV_HUGEPAGE`, so its first few KiB of
 /// metadata would fault a whole 2 MiB page. Registered before any heap
 /// exists; mimalloc uses existing arenas before reserving new ones. Also
-/// where the shared fallback heap allocates (see [`fallback_heap`]).
+/// where the shared fallback heap allocates (`heap::fallback_heap`).
 pub(crate) fn meta_arena(min_size: usize) {
     // SAFETY: constant getter.
     let align = unsafe { mi::mi_arena_min_alignment() }.max(4096);

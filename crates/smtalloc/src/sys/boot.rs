@@ -2,6 +2,9 @@
 //! initializes (glibc's `dlsym` and `pthread_atfork` allocate; another
 //! thread may race the first call). Its blocks are never reused: `free` of
 //! one is a no-op, `realloc` copies it out.
+//!
+//! Used by the allocation slow paths (`heap`, `large`) until `init` has
+//! finished, and by `alloc` and `free` to recognise its blocks.
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;

@@ -2,6 +2,9 @@
 //! (`/sys/devices/system/cpu/cpuN/topology/{core_id,physical_package_id}`)
 //! into stack buffers. SMT siblings (same package, same core id) share one
 //! core index, so they share an arena: they share the core's TLB too.
+//!
+//! Called by `init` only, which passes in the file reader
+//! (`os::read_file`): this file is safe code, tested on fake sysfs trees.
 
 use core::ffi::CStr;
 

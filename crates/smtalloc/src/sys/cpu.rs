@@ -2,6 +2,10 @@
 //! glibc's rseq area (one load; `sched_getcpu` without rseq), the core from
 //! the CPU -> core map read from sysfs at init. The first step of every
 //! `malloc` and cross-core `free`.
+//!
+//! Set by `init`; read on the fast paths by `heap` and `free`, and by
+//! `remote`, `fork`, `stats` and the crate root (`core_of_cpu`). The
+//! lookups are `#[inline(always)]`: they are on every `malloc` and `free`.
 
 use core::sync::atomic::{
     AtomicIsize, AtomicU16, AtomicUsize,

@@ -1,7 +1,8 @@
 //! Fork: the child must not inherit a held arena lock, nor parked
 //! cross-core frees. mimalloc's own fast paths are lock-free; its pages
 //! owned by threads that do not exist in the child stay valid (frees to
-//! them are cross-thread frees). Registered with `pthread_atfork` at init.
+//! them are cross-thread frees). Registered with `pthread_atfork` by
+//! `init`; nothing else calls these handlers.
 
 use super::arena::GROW_LOCK;
 use super::cpu::topology_counts;

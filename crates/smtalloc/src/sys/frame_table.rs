@@ -3,6 +3,10 @@
 //! holds it. `free` reads it to tell a large block, a block of the
 //! caller's core and another core's block apart with one load. A sparse
 //! NORESERVE mapping: untouched parts read as zero and cost nothing.
+//!
+//! Mapped by `init`; written by `arena` (the frames of core regions) and
+//! `large` (large blocks); read by `free` and `alloc` (one load each,
+//! `#[inline(always)]`) and by the crate root (`owner_core`).
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;

@@ -1,6 +1,14 @@
-//! `free`: a NULL, bootstrap or large block first (one alignment test, one
-//! range test), then a block of the caller's own core straight to mimalloc,
-//! another core's block parked for its core (`remote.rs`).
+//! `free` (glibc's semantics): a NULL, bootstrap or large block first, then
+//! a block of the caller's own core straight to mimalloc, another core's
+//! block parked for its core (`remote.rs`).
+//!
+//! Hot path of `free(p)`: one alignment test (large blocks are
+//! 2 MiB-aligned), one range test (bootstrap buffer), the CPU and one load
+//! of the frame table (which core's arena `p` is in); `mi_free` for the
+//! caller's own core, else parked for the owning core.
+//!
+//! Called from above only: smtalloc-preload's exports (through `raw`), the
+//! `GlobalAlloc` (`global.rs`) and `alloc.rs` (`realloc`).
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;

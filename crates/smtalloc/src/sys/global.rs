@@ -1,4 +1,6 @@
 //! [`SmtAlloc`]: smtalloc as a Rust `#[global_allocator]`.
+//!
+//! Uses `alloc` and `free` only; re-exported by the crate root.
 #![allow(unsafe_code)]
 
 use core::alloc::{GlobalAlloc, Layout};

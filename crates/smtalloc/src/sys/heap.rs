@@ -3,6 +3,8 @@
 //! core's first arena, grown into a new region when full, and falling back
 //! to mimalloc's shared main heap when no region can be made. `with_heap`
 //! is the allocation path every entry point of `alloc.rs` takes.
+//!
+//! Called by `alloc` (every allocation under 1 MiB) and `stats` (counters).
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;

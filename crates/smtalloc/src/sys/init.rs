@@ -2,6 +2,10 @@
 //! core map, mimalloc's options and metadata arena, the frame table, the
 //! fork handlers. Nothing here allocates (smtalloc is malloc): requests
 //! made while it runs are served from the bootstrap buffer.
+//!
+//! Called by the allocation slow paths (`heap`, `large`); `is_initialized`
+//! also by `stats`. Calls down into everything it sets up, never into the
+//! allocation paths.
 #![allow(unsafe_code)]
 
 use core::sync::atomic::{

@@ -2,6 +2,10 @@
 //! 2 MiB-aligned mapping of whole 2 MiB frames, recorded in the frame
 //! table, returned to the OS whole on `free` unless kept for reuse
 //! (`large_cache.rs`), grown in place or moved by the kernel on `realloc`.
+//!
+//! Called by `alloc` and `free`, and by `stats` (counters). Memory of large
+//! blocks returns to the OS only in whole 2 MiB units: unmapped whole,
+//! shrunk or trimmed by whole frames.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;

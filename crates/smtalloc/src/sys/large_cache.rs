@@ -13,6 +13,9 @@
 //!
 //! A spin lock guards the table: large blocks are rare next to small ones,
 //! and each costs far more than the lock (a `memset` or page faults).
+//!
+//! Called by `large` (take and put), `init` (the capacity) and `fork` (its
+//! lock).
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;

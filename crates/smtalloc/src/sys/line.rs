@@ -1,6 +1,9 @@
 //! One line of text formatted into a stack buffer: how smtalloc writes to
 //! stderr (option warnings, verbose facts, the statistics) without
 //! allocating, since it runs inside `malloc`.
+//!
+//! Used by `init` (option warnings, verbose facts), `arena` (the VMA name,
+//! verbose facts) and `stats`.
 
 use core::fmt::{self, Write};
 

@@ -3,6 +3,9 @@
 //! `mi_arena_area` is missing). The static library itself comes from
 //! `libmimalloc-sys` (v3 is its default; its `override` feature stays off
 //! because libsmtalloc.so exports `malloc` itself).
+//!
+//! Used by the files that hand memory to mimalloc or blocks to and from it:
+//! `arena`, `init`, `heap`, `alloc`, `free`, `remote`.
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_long, c_void};

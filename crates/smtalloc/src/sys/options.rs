@@ -1,5 +1,9 @@
 //! `SMTALLOC_*` environment options, read once at init with `getenv` into
 //! stack buffers (no allocation: this runs inside the first `malloc`).
+//!
+//! Parsed by `init` only, which passes in `getenv` (`os::getenv_into`):
+//! this file is safe code, tested with a fake environment; `settings` keeps
+//! the result, `arena` and `stats` use its rounding and number parsing.
 
 use core::ffi::CStr;
 

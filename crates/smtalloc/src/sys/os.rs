@@ -1,6 +1,10 @@
 //! Raw system calls for an allocator: nothing here allocates through
 //! `malloc` (smtalloc *is* malloc when preloaded), so files are read with
 //! `open`/`read` into caller buffers and the environment with `getenv`.
+//!
+//! Used by every file of `sys` that needs the OS (the crate root re-exports
+//! `page_size`, `keep_errno` and `set_errno` in `raw`); calls nothing of
+//! smtalloc.
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, CStr};

@@ -39,8 +39,11 @@
 //! in an inbox of a core that allocates no more costs nothing that freeing
 //! it would save. An open node waits for the next cross-core free from its
 //! CPU. `fork` sends and frees everything first (the child inherits no
-//! parked block and no taken outbox or inbox); the statistics report frees
+//! parked block and no taken outbox or inbox); the statistics free
 //! what is not in use right then.
+//!
+//! Called by `free` (park a block), `heap` (a core's next `malloc` empties
+//! its inbox), `fork`, `stats` and the crate root (counters).
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;

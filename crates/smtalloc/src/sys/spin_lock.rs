@@ -2,6 +2,8 @@
 //! compare-and-swap. `std::sync::Mutex` is not usable inside `malloc` (it
 //! may allocate or park through the allocator), and every lock here guards
 //! a few instructions or a rare slow path.
+//!
+//! Used by `arena` (the arena-growth lock), `large_cache` and `remote`.
 
 use core::sync::atomic::{
     AtomicBool,
