@@ -1,7 +1,7 @@
 //! smtlab's side of one sample of a built-in workload: start the worker
 //! processes (exec of `smtlab __worker`, or fork), wait until every one is
 //! set up, say `go` to all at once, collect their reports, and turn them
-//! into a [`Sample`]. A worker that crashes, errs, returns a wrong result or
+//! into a [`Sample`](smtlab_types::Sample). A worker that crashes, errs, returns a wrong result or
 //! passes the timeout fails the sample with the reason; every worker is
 //! reaped before this returns, whatever happened.
 
@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
-use super::{assemble_sample, Outcome, SampleContext};
+use crate::assemble::assemble_sample;
+use crate::context::SampleContext;
+use crate::outcome::Outcome;
+use crate::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
 use smtlab_types::{Point, Program, Spawn};
@@ -380,7 +382,7 @@ fn spawn(
                 let mut output = std::fs::File::from(out_w);
                 let _ =
                     nix::unistd::dup2(std::os::fd::AsRawFd::as_raw_fd(&err_w), libc::STDERR_FILENO);
-                super::worker::worker_main(&mut input, &mut output)
+                crate::worker::worker_main(&mut input, &mut output)
             })?;
             let mut stdin = std::fs::File::from(in_w);
             stdin.write_all(line.as_bytes())?;

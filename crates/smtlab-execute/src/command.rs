@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::{Outcome, SampleContext};
+use crate::context::SampleContext;
+use crate::outcome::Outcome;
 use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{sum_counters, CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};

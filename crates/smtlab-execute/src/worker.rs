@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 
-use super::protocol::{ProcessMeasurement, ThreadMeasurement, WorkerMsg, WorkerSpec};
+use crate::protocol::{ProcessMeasurement, ThreadMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_counters::memory;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::{self, Who};

@@ -97,7 +97,7 @@ pub fn run(a: PinArgs) -> anyhow::Result<i32> {
     let outcome = match pin::run(&req) {
         Ok(o) => o,
         Err(e @ (PinError::NotFound(_) | PinError::Spawn { .. })) => return Err(usage(e)),
-        Err(PinError::Other(e)) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     eprint!("{}", pin::render_table(&outcome));
     if let Some(path) = &a.report {
