@@ -20,14 +20,14 @@ pub(crate) fn draw_all(
     for spec in specs {
         let svg_path = chart_dir.join(format!("{}.svg", spec.name));
         let png_path = chart_dir.join(format!("{}.png", spec.name));
-        let svg = draw::render_svg(&spec.plot).map_err(|message| ReportError::Chart {
+        let svg = draw::render_svg(&spec.plot).map_err(|error| ReportError::Chart {
             path: svg_path.clone(),
-            message,
+            error,
         })?;
         write_file(&svg_path, svg.as_bytes())?;
-        draw::render_png(&spec.plot, &png_path).map_err(|message| ReportError::Chart {
+        draw::render_png(&spec.plot, &png_path).map_err(|error| ReportError::Chart {
             path: png_path.clone(),
-            message,
+            error,
         })?;
         files.push(svg_path);
         files.push(png_path);

@@ -52,14 +52,27 @@ const GREY: RGBColor = RGBColor(110, 110, 110);
 const REFERENCE: RGBColor = RGBColor(180, 30, 30);
 const WEAK_BAR: RGBColor = RGBColor(174, 199, 232);
 
+/// Why a chart could not be drawn. plotters' errors are generic over the
+/// drawing backend (SVG string, bitmap file), so what they say is kept as
+/// text rather than as one type per backend.
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    #[error("the embedded DejaVu Sans font did not load")]
+    Font,
+    #[error("embedded font: {0}")]
+    InvalidFont(#[from] ab_glyph::InvalidFont),
+    #[error("{0}")]
+    Backend(String),
+}
+
 /// Register the embedded font once per process.
-fn ensure_font() -> Result<(), String> {
+fn ensure_font() -> Result<(), DrawError> {
     static LOADED: OnceLock<bool> = OnceLock::new();
     let ok = *LOADED.get_or_init(|| register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
     if ok {
         Ok(())
     } else {
-        Err("the embedded DejaVu Sans font did not load".into())
+        Err(DrawError::Font)
     }
 }
 
@@ -184,19 +197,19 @@ fn drawable(v: f64, scale: Scale) -> bool {
 }
 
 /// The chart as an SVG document.
-pub(crate) fn render_svg(plot: &Plot) -> Result<String, String> {
+pub(crate) fn render_svg(plot: &Plot) -> Result<String, DrawError> {
     ensure_font()?;
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, plot.size()).into_drawing_area();
         draw(&root, plot, 1.0)?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present().map_err(backend_error)?;
     }
     Ok(buf)
 }
 
 /// The chart as a PNG file at `path`.
-pub(crate) fn render_png(plot: &Plot, path: &Path) -> Result<(), String> {
+pub(crate) fn render_png(plot: &Plot, path: &Path) -> Result<(), DrawError> {
     ensure_font()?;
     let (w, h) = plot.size();
     let size = (
@@ -206,7 +219,7 @@ pub(crate) fn render_png(plot: &Plot, path: &Path) -> Result<(), String> {
     let backend = super::text::CrispText::new(BitMapBackend::new(path, size), FONT)?;
     let root = backend.into_drawing_area();
     draw(&root, plot, PNG_SCALE)?;
-    root.present().map_err(|e| e.to_string())?;
+    root.present().map_err(backend_error)?;
     Ok(())
 }
 
@@ -223,13 +236,17 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     plot: &Plot,
     s: f64,
-) -> Result<(), String> {
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+) -> Result<(), DrawError> {
+    root.fill(&WHITE).map_err(backend_error)?;
     match plot {
         Plot::Lines(p) => draw_lines(root, p, s),
         Plot::Bars(p) => draw_bars(root, p, s),
     }
-    .map_err(|e| e.to_string())
+    .map_err(backend_error)
+}
+
+fn backend_error(e: impl std::fmt::Display) -> DrawError {
+    DrawError::Backend(e.to_string())
 }
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;

@@ -49,6 +49,7 @@ use std::path::{Path, PathBuf};
 use smtlab_analyse::analysis::{Analysis, PointData};
 use smtlab_types::{Point, RunRecord, Sample, Table};
 
+pub use draw::DrawError;
 use writer::{Rendered, Writer};
 
 /// The `schema` field of `results.json`; bump on incompatible changes.
@@ -101,8 +102,8 @@ pub enum ReportError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("report: cannot draw chart {}: {message}", path.display())]
-    Chart { path: PathBuf, message: String },
+    #[error("report: cannot draw chart {}: {error}", path.display())]
+    Chart { path: PathBuf, error: DrawError },
     #[error("report: cannot render {}: {source}", path.display())]
     Template {
         path: PathBuf,

@@ -8,7 +8,7 @@
 //! backend's fast paths for lines and fills still apply. SVG charts do not
 //! need it: the browser lays out their text.
 
-use ab_glyph::{point, Font, FontRef, GlyphId, PxScale, ScaleFont};
+use ab_glyph::{point, Font, FontRef, GlyphId, InvalidFont, PxScale, ScaleFont};
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
     BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
@@ -20,8 +20,8 @@ pub(crate) struct CrispText<B> {
 }
 
 impl<B> CrispText<B> {
-    pub(crate) fn new(inner: B, font: &'static [u8]) -> Result<Self, String> {
-        let font = FontRef::try_from_slice(font).map_err(|e| format!("embedded font: {e}"))?;
+    pub(crate) fn new(inner: B, font: &'static [u8]) -> Result<Self, InvalidFont> {
+        let font = FontRef::try_from_slice(font)?;
         Ok(CrispText { inner, font })
     }
 
