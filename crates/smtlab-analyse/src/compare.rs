@@ -71,20 +71,20 @@ pub fn compare_runs(
         only_in_b: Vec::new(),
     };
     for pa in a {
-        let (ka, shown) = key(&pa.report.point);
-        match b.iter().find(|pb| key(&pb.report.point).0 == ka) {
+        let (ka, shown) = key(&pa.summary.point);
+        match b.iter().find(|pb| key(&pb.summary.point).0 == ka) {
             Some(pb) => out.points.push(ComparedPoint {
                 key: shown.clone(),
-                index_a: pa.report.point.index,
-                index_b: pb.report.point.index,
+                index_a: pa.summary.point.index,
+                index_b: pb.summary.point.index,
                 verdict: verdict::compare(pa, pb, a_label, b_label, &shown, seed),
             }),
             None => out.only_in_a.push(shown),
         }
     }
     for pb in b {
-        let (kb, shown) = key(&pb.report.point);
-        if !a.iter().any(|pa| key(&pa.report.point).0 == kb) {
+        let (kb, shown) = key(&pb.summary.point);
+        if !a.iter().any(|pa| key(&pa.summary.point).0 == kb) {
             out.only_in_b.push(shown);
         }
     }

@@ -16,7 +16,9 @@ use smtlab_types::{CounterScope, CounterStatus, CounterValue, Sample, SampleStat
 /// One point's results, as the analysis needs them.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointData {
-    pub report: PointSummary,
+    /// Its statistics. (Serialized as `report`, the name it had.)
+    #[serde(rename = "report")]
+    pub summary: PointSummary,
     /// Primary-metric values of the successful measured samples (warm-ups
     /// and failed samples excluded), in sample order.
     pub values: Vec<f64>,
@@ -142,7 +144,7 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
             .filter_map(|s| s.metric)
             .collect();
         data.points.push(PointData {
-            report: summarize_point(point_id, point.clone(), &samples, seed),
+            summary: summarize_point(point_id, point.clone(), &samples, seed),
             values,
         });
         data.samples.push((point, samples));

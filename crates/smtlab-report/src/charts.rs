@@ -70,7 +70,7 @@ fn programs(input: &ReportInput) -> Vec<(String, String)> {
     let labels = input
         .points
         .iter()
-        .map(|p| p.report.point.program.label())
+        .map(|p| p.summary.point.program.label())
         .chain(input.analysis.series.iter().map(|s| s.key.program.clone()));
     for label in labels {
         if !seen.insert(label.clone()) {
@@ -111,16 +111,19 @@ fn groups<'a>(input: &'a ReportInput, program: &str) -> Option<Groups<'a>> {
     let mine: Vec<&PointData> = input
         .points
         .iter()
-        .filter(|p| p.report.point.program.label() == program)
+        .filter(|p| p.summary.point.program.label() == program)
         .collect();
-    let metric = mine.first()?.report.point.metric.clone();
-    let allocs: HashSet<&str> = mine.iter().map(|p| p.report.point.alloc.as_str()).collect();
+    let metric = mine.first()?.summary.point.metric.clone();
+    let allocs: HashSet<&str> = mine
+        .iter()
+        .map(|p| p.summary.point.alloc.as_str())
+        .collect();
     let many_allocs = allocs.len() > 1;
     let mut order: Vec<(String, String, String)> = Vec::new();
     let mut by_key: BTreeMap<(String, String, String), Vec<&PointData>> = BTreeMap::new();
     let mut other_metric = 0;
     for p in mine {
-        let pt = &p.report.point;
+        let pt = &p.summary.point;
         if pt.metric != metric {
             other_metric += 1;
             continue;
@@ -158,7 +161,7 @@ fn lines_of(
                 .iter()
                 .filter_map(|p| {
                     value(p).map(|(y, err)| Xy {
-                        x: p.report.point.workers as f64,
+                        x: p.summary.point.workers as f64,
                         y,
                         err,
                     })
@@ -213,7 +216,9 @@ pub(crate) fn build(input: &ReportInput) -> (Vec<ChartSpec>, Vec<String>) {
                 x_scale: Scale::Log,
                 y_scale: Scale::Log,
                 x_ticks_at_data: true,
-                lines: lines_of(g, |p| p.report.summary.as_ref().map(|s| (s.median, s.ci95))),
+                lines: lines_of(g, |p| {
+                    p.summary.summary.as_ref().map(|s| (s.median, s.ci95))
+                }),
                 ideal: None,
             });
             add(
@@ -297,7 +302,7 @@ pub(crate) fn build(input: &ReportInput) -> (Vec<ChartSpec>, Vec<String>) {
             let models: HashSet<&str> = g
                 .lines
                 .iter()
-                .flat_map(|(_, pts)| pts.iter().map(|p| model_kind(&p.report.point)))
+                .flat_map(|(_, pts)| pts.iter().map(|p| model_kind(&p.summary.point)))
                 .collect();
             if models.contains("thread") && models.contains("process") {
                 more_notes.push(format!(
@@ -442,7 +447,7 @@ fn counter_charts(
             ideal: None,
         })
     };
-    let cpi = lines_of(g, |p| p.report.derived.cpi.map(|v| (v, None)));
+    let cpi = lines_of(g, |p| p.summary.derived.cpi.map(|v| (v, None)));
     add(
         "cpi",
         format!("{program}: cycles per instruction"),
@@ -464,11 +469,11 @@ fn counter_charts(
         g.lines
             .iter()
             .flat_map(|(_, pts)| pts.iter())
-            .any(|p| p.report.derived.mpki_of(c).is_some_and(f64::is_finite))
+            .any(|p| p.summary.derived.mpki_of(c).is_some_and(f64::is_finite))
     });
     match counter {
         Some(c) => {
-            let lines = lines_of(g, |p| p.report.derived.mpki_of(c).map(|v| (v, None)));
+            let lines = lines_of(g, |p| p.summary.derived.mpki_of(c).map(|v| (v, None)));
             add(
                 "mpki",
                 format!("{program}: {c} per 1000 instructions"),
@@ -502,9 +507,9 @@ fn counter_charts(
         .lines
         .iter()
         .flat_map(|(_, pts)| pts.iter())
-        .all(|p| ok_samples(input, &p.report.point).all(|s| s.ops.is_some_and(|o| o > 0)));
+        .all(|p| ok_samples(input, &p.summary.point).all(|s| s.ops.is_some_and(|o| o > 0)));
     let lines = lines_of(g, |p| {
-        let v: Vec<f64> = ok_samples(input, &p.report.point)
+        let v: Vec<f64> = ok_samples(input, &p.summary.point)
             .filter_map(|s| {
                 let (v, i) = (s.usage.voluntary_cs, s.usage.involuntary_cs);
                 if v.is_none() && i.is_none() {

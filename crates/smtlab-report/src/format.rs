@@ -177,7 +177,7 @@ pub(crate) fn point_rows(points: &[PointData]) -> Vec<PointRow> {
     points
         .iter()
         .map(|p| {
-            let r: &PointSummary = &p.report;
+            let r: &PointSummary = &p.summary;
             let pt = &r.point;
             PointRow {
                 index: pt.index,

@@ -64,7 +64,7 @@ fn results_json<'a>(r: &'a Rendered) -> ResultsJson<'a> {
         verdicts: input.verdicts,
         limits: input.limits,
         tables: input.tables,
-        points: input.points.iter().map(|p| &p.report).collect(),
+        points: input.points.iter().map(|p| &p.summary).collect(),
         analysis: input.analysis,
         charts: drawn
             .iter()

@@ -204,7 +204,10 @@ pub(crate) fn fixture() -> Fixture {
                     speedup_ci95: Some((n as f64 * 0.85, n as f64 * 0.95)),
                     efficiency: Some(0.9),
                 });
-                points.push(PointData { report, values });
+                points.push(PointData {
+                    summary: report,
+                    values,
+                });
                 samples.push((p, s));
                 idx += 1;
             }
@@ -508,7 +511,7 @@ fn empty_and_nan_data_do_not_panic() {
     // One point, N = 1 only, every value NaN or missing.
     f.points.truncate(1);
     f.samples.truncate(1);
-    if let Some(s) = f.points[0].report.summary.as_mut() {
+    if let Some(s) = f.points[0].summary.summary.as_mut() {
         s.median = f64::NAN;
         s.ci95 = Some((f64::NAN, f64::INFINITY));
     }
@@ -551,7 +554,7 @@ fn empty_and_nan_data_do_not_panic() {
 #[test]
 fn single_n_charts_still_render() {
     let mut f = fixture();
-    f.points.retain(|p| p.report.point.workers == 1);
+    f.points.retain(|p| p.summary.point.workers == 1);
     f.samples.retain(|(p, _)| p.workers == 1);
     for s in &mut f.analysis.series {
         s.points.truncate(1);
@@ -603,7 +606,7 @@ fn crowded() -> Fixture {
                 let report =
                     smtlab_analyse::summary::summarize_point(idx as i64 + 1, p.clone(), &s, 7);
                 points.push(PointData {
-                    report,
+                    summary: report,
                     values: vec![],
                 });
                 samples.push((p, s));

@@ -121,7 +121,10 @@ fn data() -> Data {
                 speedup_ci95: None,
                 efficiency: Some(0.95),
             });
-            points.push(PointData { report, values });
+            points.push(PointData {
+                summary: report,
+                values,
+            });
             samples.push((point, s));
             if m == Model::Thread {
                 verdicts.push(Verdict {

@@ -105,23 +105,23 @@ fn pinning(points: &[PointData], sh: Shape, seed: u64, f: &mut Findings) {
     let mut rows = Vec::new();
     let mut programs: Vec<String> = points
         .iter()
-        .map(|p| p.report.point.program.label())
+        .map(|p| p.summary.point.program.label())
         .collect();
     programs.dedup();
     for prog in programs {
         let find = |placement: &str| {
             points.iter().find(|p| {
-                p.report.point.program.label() == prog
-                    && p.report.point.placement == placement
-                    && p.report.summary.is_some()
+                p.summary.point.program.label() == prog
+                    && p.summary.point.placement == placement
+                    && p.summary.summary.is_some()
             })
         };
         let one = find("compact");
         let across = find("core");
         let text = |p: Option<&PointData>| {
             p.and_then(|p| {
-                let s = p.report.summary.as_ref()?;
-                Some(value_text(s.median, &p.report.point.metric.unit))
+                let s = p.summary.summary.as_ref()?;
+                Some(value_text(s.median, &p.summary.point.metric.unit))
             })
             .unwrap_or_else(|| "not measured".to_string())
         };
@@ -171,7 +171,7 @@ fn oversub(points: &[PointData], sh: Shape, seed: u64, f: &mut Findings) {
     let mut any_instructions = false;
     let mut instructions_reason = None;
     for p in points {
-        let r = &p.report;
+        let r = &p.summary;
         let Some(s) = &r.summary else {
             rows.push(vec![
                 r.point.program.label(),
@@ -246,17 +246,17 @@ fn oversub(points: &[PointData], sh: Shape, seed: u64, f: &mut Findings) {
     // Each oversubscribed N against N = PUs, per program.
     for base in points
         .iter()
-        .filter(|p| p.report.point.workers == sh.pus.max(1))
+        .filter(|p| p.summary.point.workers == sh.pus.max(1))
     {
-        let prog = base.report.point.program.label();
+        let prog = base.summary.point.program.label();
         for p in points.iter().filter(|p| {
-            p.report.point.program.label() == prog && p.report.point.workers > sh.pus.max(1)
+            p.summary.point.program.label() == prog && p.summary.point.workers > sh.pus.max(1)
         }) {
             if let Some(v) = verdict::compare(
                 p,
                 base,
-                &format!("{} threads", p.report.point.workers),
-                &format!("{} threads (one per PU)", base.report.point.workers),
+                &format!("{} threads", p.summary.point.workers),
+                &format!("{} threads (one per PU)", base.summary.point.workers),
                 &prog,
                 seed,
             ) {
@@ -275,11 +275,11 @@ fn alloc(points: &[PointData], seed: u64, f: &mut Findings) {
     let mut ratios: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut any_dtlb = false;
     for p in points {
-        let r = &p.report;
+        let r = &p.summary;
         let pt = &r.point;
         let prog = pt.program.label();
         let glibc = points.iter().find(|q| {
-            let qp = &q.report.point;
+            let qp = &q.summary.point;
             qp.alloc == "glibc"
                 && qp.program == pt.program
                 && qp.model == pt.model

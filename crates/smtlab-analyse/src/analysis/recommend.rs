@@ -44,7 +44,7 @@ pub fn recommend(
     let mut groups: BTreeMap<(String, String), Vec<&PointData>> = BTreeMap::new();
     let mut allocs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for p in points {
-        let pt = &p.report.point;
+        let pt = &p.summary.point;
         let program = pt.program.label();
         allocs
             .entry(program.clone())
@@ -58,7 +58,7 @@ pub fn recommend(
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for ((program, alloc), mut members) in groups {
-        members.sort_by_key(|p| p.report.point.index);
+        members.sort_by_key(|p| p.summary.point.index);
         let several_allocs = allocs.get(&program).is_some_and(|s| s.len() > 1);
         let name = if several_allocs {
             format!("{program} with {alloc}")
@@ -104,20 +104,20 @@ fn recommend_one(
     let metric = members
         .iter()
         .find(|p| median_of(p).is_some())?
-        .report
+        .summary
         .point
         .metric
         .clone();
     // (point, median), in plan order; only points on the group's metric.
     let measured: Vec<(&PointData, f64)> = members
         .iter()
-        .filter(|p| p.report.point.metric == metric)
+        .filter(|p| p.summary.point.metric == metric)
         .filter_map(|p| Some((*p, median_of(p)?)))
         .collect();
     // The best per N (the first in plan order on a tie), ascending N.
     let mut best_per_n: BTreeMap<usize, (&PointData, f64)> = BTreeMap::new();
     for &(p, m) in &measured {
-        let n = p.report.point.workers;
+        let n = p.summary.point.workers;
         match best_per_n.get(&n) {
             Some(&(_, bm)) if !better(&metric, m, bm) => {}
             _ => {
@@ -131,7 +131,7 @@ fn recommend_one(
             .values()
             .copied()
             .reduce(|acc, c| if better(&metric, c.1, acc.1) { c } else { acc })?;
-    let best_n = best.report.point.workers;
+    let best_n = best.summary.point.workers;
     // The fewest workers that are not significantly slower than the best,
     // trying only each N's best point (a noisier, slower configuration must
     // not win by having a wider interval).
@@ -159,7 +159,7 @@ fn recommend_one(
         }
     }
     let (point, median) = chosen;
-    let pt = &point.report.point;
+    let pt = &point.summary.point;
     let smt = smt_advice(program, alloc, &pt.model.to_string(), smt_yields, topo);
 
     let mut sentence = format!(
@@ -170,7 +170,7 @@ fn recommend_one(
         sentence_value(median, &metric.unit)
     );
     if let Some(why) = why_fewer {
-        let b = &best.report.point;
+        let b = &best.summary.point;
         sentence.push_str(&format!(
             " The fastest point measured, {} in {}, placement {} (median {}), was not \
              significantly faster ({why}), so the fewer workers are recommended.",
@@ -185,13 +185,13 @@ fn recommend_one(
     let alt = measured
         .iter()
         .filter(|(p, _)| {
-            let q = &p.report.point;
+            let q = &p.summary.point;
             q.workers == pt.workers && q.placement == pt.placement && q.model != pt.model
         })
         .copied()
         .reduce(|acc, c| if better(&metric, c.1, acc.1) { c } else { acc });
     if let Some((other, _)) = alt {
-        let om = model_phrase(&other.report.point.model);
+        let om = model_phrase(&other.summary.point.model);
         if let Some(v) = compare(point, other, "", "", "", seed) {
             match (v.significant, v.ci95) {
                 (true, Some((lo, hi))) => sentence.push_str(&format!(

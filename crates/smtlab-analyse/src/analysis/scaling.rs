@@ -19,7 +19,7 @@ use smtlab_types::{Metric, Point};
 /// The median of a point's primary metric, when it has one: a summary with a
 /// finite median (a point whose every sample failed has none).
 pub(crate) fn median_of(p: &PointData) -> Option<f64> {
-    p.report
+    p.summary
         .summary
         .as_ref()
         .map(|s| s.median)
@@ -62,10 +62,10 @@ pub(crate) fn describe(key: &SeriesKey) -> String {
 pub(crate) fn group(points: &[PointData]) -> BTreeMap<SeriesKey, Vec<&PointData>> {
     let mut out: BTreeMap<SeriesKey, Vec<&PointData>> = BTreeMap::new();
     for p in points {
-        out.entry(key_of(&p.report.point)).or_default().push(p);
+        out.entry(key_of(&p.summary.point)).or_default().push(p);
     }
     for v in out.values_mut() {
-        v.sort_by_key(|p| (p.report.point.workers, p.report.point.index));
+        v.sort_by_key(|p| (p.summary.point.workers, p.summary.point.index));
     }
     out
 }
@@ -91,7 +91,7 @@ pub fn build_series(points: &[PointData], seed: u64) -> (Vec<Series>, Vec<String
         if !failed.is_empty() {
             let ns: Vec<String> = failed
                 .iter()
-                .map(|p| p.report.point.workers.to_string())
+                .map(|p| p.summary.point.workers.to_string())
                 .collect();
             notes.push(format!(
                 "{name}: no successful samples at N = {}, so those points are left out of \
@@ -102,10 +102,10 @@ pub fn build_series(points: &[PointData], seed: u64) -> (Vec<Series>, Vec<String
         let Some(first) = measured.first() else {
             continue;
         };
-        let metric = first.report.point.metric.clone();
+        let metric = first.summary.point.metric.clone();
         let (same, other): (Vec<&PointData>, Vec<&PointData>) = measured
             .into_iter()
-            .partition(|p| p.report.point.metric == metric);
+            .partition(|p| p.summary.point.metric == metric);
         if !other.is_empty() {
             notes.push(format!(
                 "{name}: {} point(s) measured a metric other than {}, and are left out of \
@@ -114,7 +114,7 @@ pub fn build_series(points: &[PointData], seed: u64) -> (Vec<Series>, Vec<String
                 metric.name
             ));
         }
-        let base = same.iter().copied().find(|p| p.report.point.workers == 1);
+        let base = same.iter().copied().find(|p| p.summary.point.workers == 1);
         let base_x = base.and_then(|b| median_of(b).and_then(|m| throughput(&metric, m)));
         if base.is_none() {
             notes.push(format!(
@@ -148,12 +148,12 @@ fn scaling_point(
     base: Option<(&PointData, f64)>,
     seed: u64,
 ) -> ScalingPoint {
-    let summary = p.report.summary.as_ref();
+    let summary = p.summary.summary.as_ref();
     let median = median_of(p).unwrap_or(f64::NAN);
-    let workers = p.report.point.workers;
+    let workers = p.summary.point.workers;
     let mut out = ScalingPoint {
         workers,
-        point_index: p.report.point.index,
+        point_index: p.summary.point.index,
         median,
         ci95: summary.and_then(|s| s.ci95),
         speedup: None,

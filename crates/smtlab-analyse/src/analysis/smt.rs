@@ -37,7 +37,7 @@ pub fn smt_yields(points: &[PointData], topo: &Topology) -> Vec<SmtYield> {
         // k -> X(k), from the first point (lowest plan index) of each k.
         let mut by_k: BTreeMap<usize, f64> = BTreeMap::new();
         for p in &measured {
-            let point = &p.report.point;
+            let point = &p.summary.point;
             let Some(cpus) = &point.cpus else { continue };
             let mut distinct = cpus.clone();
             distinct.sort_unstable();
@@ -79,7 +79,7 @@ pub fn smt_yields(points: &[PointData], topo: &Topology) -> Vec<SmtYield> {
 fn one_core(points: &[&PointData], topo: &Topology) -> Option<usize> {
     let mut core = None;
     for p in points {
-        let cpus = p.report.point.cpus.as_ref()?;
+        let cpus = p.summary.point.cpus.as_ref()?;
         if cpus.is_empty() {
             return None;
         }

@@ -87,9 +87,9 @@ pub(crate) fn data(point: Point, values: &[f64]) -> PointData {
             .enumerate()
             .map(|(i, &v)| sample(i + 1, false, v)),
     );
-    let report = summary::summarize_point(point.index as i64 + 1, point, &samples, 7);
+    let summary = summary::summarize_point(point.index as i64 + 1, point, &samples, 7);
     PointData {
-        report,
+        summary,
         values: values.to_vec(),
     }
 }

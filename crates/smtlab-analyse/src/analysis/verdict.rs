@@ -28,8 +28,8 @@ pub fn compare(
     subject: &str,
     seed: u64,
 ) -> Option<Verdict> {
-    let metric = &a.report.point.metric;
-    if *metric != b.report.point.metric {
+    let metric = &a.summary.point.metric;
+    if *metric != b.summary.point.metric {
         return None;
     }
     let (median_a, median_b) = (median_of(a)?, median_of(b)?);
@@ -173,9 +173,9 @@ pub fn model_verdicts(points: &[PointData], seed: u64) -> Vec<Verdict> {
     let mut process: BTreeMap<Key, &PointData> = BTreeMap::new();
     let mut allocs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut sorted: Vec<&PointData> = points.iter().collect();
-    sorted.sort_by_key(|p| p.report.point.index);
+    sorted.sort_by_key(|p| p.summary.point.index);
     for p in sorted {
-        let pt = &p.report.point;
+        let pt = &p.summary.point;
         let program = pt.program.label();
         allocs
             .entry(program.clone())
@@ -407,9 +407,9 @@ mod tests {
 
         // Two allocators: the subject names which.
         let mut je = mk(6, Model::Thread, "compact", 1, 100.0, 7);
-        je.report.point.alloc = "jemalloc".into();
+        je.summary.point.alloc = "jemalloc".into();
         let mut je2 = mk(7, Model::Process, "compact", 1, 90.0, 8);
-        je2.report.point.alloc = "jemalloc".into();
+        je2.summary.point.alloc = "jemalloc".into();
         let mut all = pts;
         all.push(je);
         all.push(je2);

@@ -226,7 +226,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
 fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &ReportedRun) -> String {
     let mut s = String::new();
     s.push_str(&format!("smtlab study {kind}: {}\n\n", kind.question()));
-    let reports: Vec<_> = b.data.points.iter().map(|p| p.report.clone()).collect();
+    let reports: Vec<_> = b.data.points.iter().map(|p| p.summary.clone()).collect();
     s.push_str(&results::render_table(run_id, status, &reports));
     s.push_str(&report::render_findings(b));
     s
