@@ -234,40 +234,49 @@ pub(super) fn assemble(
     }
 }
 
+/// For this module's tests and the table's: `prog` (pid 10) on CPUs 0-1,
+/// skip mask 0x2; its main thread seen only in `/proc` after exit, thread
+/// #0 pinned to 1 but last on 0, thread #1 skipped.
+#[cfg(test)]
+pub(super) fn one_outside_one_skipped() -> PinOutcome {
+    let lines = super::thread_log::parse_thread_log(
+        "S\t10\t10\t-1\t0\nS\t10\t11\t0\t1\nS\t10\t12\t1\t-1\nE\t10\t11\t0\t1\t0\tw\nE\t10\t12\t1\t-1\t1\tw\n",
+    );
+    let after = vec![TaskStat {
+        tid: 10,
+        comm: "prog".into(),
+        state: 'Z',
+        processor: Some(0),
+    }];
+    assemble(
+        &req(PinMode::Threads, 0x2),
+        10,
+        0,
+        None,
+        &lines,
+        &HashMap::new(),
+        &after,
+    )
+}
+
+/// A request to run `prog` on CPUs 0 and 1.
+#[cfg(test)]
+fn req(mode: PinMode, skip: u64) -> PinRequest {
+    PinRequest {
+        command: vec!["prog".into()],
+        cpus: vec![0, 1],
+        skip,
+        mode,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pin::thread_log::parse_thread_log;
-
-    fn req(mode: PinMode, skip: u64) -> PinRequest {
-        PinRequest {
-            command: vec!["prog".into()],
-            cpus: vec![0, 1],
-            skip,
-            mode,
-        }
-    }
 
     #[test]
     fn assembles_rows_and_flags_mismatches() {
-        let lines = parse_thread_log(
-            "S\t10\t10\t-1\t0\nS\t10\t11\t0\t1\nS\t10\t12\t1\t-1\nE\t10\t11\t0\t1\t0\tw\nE\t10\t12\t1\t-1\t1\tw\n",
-        );
-        let after = vec![TaskStat {
-            tid: 10,
-            comm: "prog".into(),
-            state: 'Z',
-            processor: Some(0),
-        }];
-        let o = assemble(
-            &req(PinMode::Threads, 0x2),
-            10,
-            0,
-            None,
-            &lines,
-            &HashMap::new(),
-            &after,
-        );
+        let o = one_outside_one_skipped();
         assert!(o.preload_loaded);
         let idx: Vec<_> = o.threads.iter().map(|r| r.index).collect();
         assert_eq!(idx, [Some(-1), Some(0), Some(1)]);

@@ -149,31 +149,12 @@ pub fn render_table(o: &PinOutcome) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
-    use crate::pin::outcome::assemble;
-    use crate::pin::request::{PinMode, PinRequest};
-    use crate::pin::thread_log::{parse_thread_log, TaskStat};
+    use crate::pin::outcome::one_outside_one_skipped;
 
     #[test]
     fn names_the_threads_outside_their_pinning_and_the_skipped() {
-        let lines = parse_thread_log(
-            "S\t10\t10\t-1\t0\nS\t10\t11\t0\t1\nS\t10\t12\t1\t-1\nE\t10\t11\t0\t1\t0\tw\nE\t10\t12\t1\t-1\t1\tw\n",
-        );
-        let after = vec![TaskStat {
-            tid: 10,
-            comm: "prog".into(),
-            state: 'Z',
-            processor: Some(0),
-        }];
-        let req = PinRequest {
-            command: vec!["prog".into()],
-            cpus: vec![0, 1],
-            skip: 0x2,
-            mode: PinMode::Threads,
-        };
-        let o = assemble(&req, 10, 0, None, &lines, &HashMap::new(), &after);
+        let o = one_outside_one_skipped();
         let t = render_table(&o);
         assert!(
             t.starts_with("smtlab pin: prog (pid 10) exited with code 0\n"),
