@@ -13,7 +13,8 @@
 //! ([`SampleContext`]), `outcome.rs` ([`Outcome`]), `assemble.rs` (a
 //! built-in sample from its workers' reports), [`worker`], then
 //! [`builtin`] and [`command`]; [`pin`] is `smtlab pin` and the library
-//! `command` preloads. This root only dispatches ([`run_sample`]).
+//! `command` preloads. `dispatch.rs` sends a sample to `builtin` or
+//! `command` ([`run_sample`]); this root only declares and re-exports.
 //!
 //! Every child started here dies with smtlab (PDEATHSIG) and is reaped
 //! before a sample returns, whatever happened to it.
@@ -22,20 +23,12 @@ mod assemble;
 pub mod builtin;
 pub mod command;
 mod context;
+mod dispatch;
 mod outcome;
 pub mod pin;
 pub mod protocol;
 pub mod worker;
 
-use smtlab_types::{Point, Program};
-
 pub use context::SampleContext;
+pub use dispatch::run_sample;
 pub use outcome::Outcome;
-
-/// Take one sample of `point`.
-pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
-    match &point.program {
-        Program::Builtin { .. } => builtin::run(point, ctx, seq, warmup),
-        Program::Command { .. } => command::run(point, ctx, seq, warmup),
-    }
-}

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::charts::ChartSpec;
 use crate::draw;
+use crate::error::ReportError;
 use crate::writer::{write_file, DrawnChart};
-use crate::ReportError;
 
 /// Draw every chart into `chart_dir`; the charts drawn and the files
 /// written (SVG then PNG of each).

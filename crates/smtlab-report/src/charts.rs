@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::draw::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
-use super::ReportInput;
+use crate::draw::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
+use crate::input::ReportInput;
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::derived::MISS_EVENTS;
 use smtlab_stats as stats;

@@ -216,7 +216,7 @@ pub(crate) fn render_png(plot: &Plot, path: &Path) -> Result<(), DrawError> {
         (w as f64 * PNG_SCALE).round() as u32,
         (h as f64 * PNG_SCALE).round() as u32,
     );
-    let backend = super::text::CrispText::new(BitMapBackend::new(path, size), FONT)?;
+    let backend = crate::text::CrispText::new(BitMapBackend::new(path, size), FONT)?;
     let root = backend.into_drawing_area();
     draw(&root, plot, PNG_SCALE)?;
     root.present().map_err(backend_error)?;

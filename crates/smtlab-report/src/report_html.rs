@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use smtlab_types::Table;
 
+use crate::error::ReportError;
 use crate::format::{ci_text, machine_facts, num, point_rows, provenance, smt_text, PointRow};
+use crate::input::ReportInput;
 use crate::writer::{write_file, DrawnChart, Rendered, Writer};
-use crate::{ReportError, ReportInput};
 
 /// The HTML template, embedded so the binary needs no data files.
 const TEMPLATE: &str = include_str!("template.html");

@@ -10,8 +10,11 @@ use smtlab_analyse::analysis::Analysis;
 use smtlab_analyse::summary::PointSummary;
 use smtlab_types::{RunRecord, Table};
 
+use crate::error::ReportError;
 use crate::writer::{write_file, Rendered, Writer};
-use crate::{ReportError, RESULTS_SCHEMA};
+
+/// The `schema` field of `results.json`; bump on incompatible changes.
+pub const RESULTS_SCHEMA: &str = "smtlab.report/1";
 
 /// The `results.json` writer.
 pub(crate) struct ResultsFile;

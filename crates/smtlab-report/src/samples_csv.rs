@@ -7,9 +7,10 @@ use std::path::Path;
 
 use smtlab_types::Mode;
 
+use crate::error::ReportError;
 use crate::format::{cpus_spaced, program_spec};
+use crate::input::ReportInput;
 use crate::writer::{Rendered, Writer};
-use crate::ReportError;
 
 /// The `samples.csv` writer.
 pub(crate) struct SamplesCsv;
@@ -73,7 +74,7 @@ fn float(v: f64) -> String {
     }
 }
 
-fn write_csv(input: &crate::ReportInput, path: &Path) -> Result<(), ReportError> {
+fn write_csv(input: &ReportInput, path: &Path) -> Result<(), ReportError> {
     let err = |source: csv::Error| ReportError::Csv {
         path: path.to_path_buf(),
         source,

@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::error::ReportError;
 use crate::format::{machine_facts, point_rows, provenance, smt_text};
+use crate::input::ReportInput;
 use crate::writer::{write_file, Rendered, Writer};
-use crate::{ReportError, ReportInput};
 
 /// The `summary.md` writer.
 pub(crate) struct SummaryMarkdown;

@@ -2,6 +2,8 @@
 //! the analysis functions), so these test only the writer.
 
 use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
 
 use super::*;
 use smtlab_analyse::analysis::{
@@ -11,7 +13,7 @@ use smtlab_analyse::analysis::{
 use smtlab_types::{
     CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus,
 };
-use smtlab_types::{HostFacts, RunRecord, RunStatus};
+use smtlab_types::{HostFacts, RunRecord, RunStatus, Table};
 use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
 
 fn metric(throughput: bool) -> Metric {

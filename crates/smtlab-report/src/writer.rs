@@ -8,7 +8,8 @@ use std::fs;
 use std::path::Path;
 
 use crate::charts::ChartSpec;
-use crate::{ReportError, ReportInput};
+use crate::error::ReportError;
+use crate::input::ReportInput;
 
 /// A chart drawn once, for every writer that shows it.
 pub(crate) struct DrawnChart {

@@ -1,12 +1,7 @@
-//! What the store can fail with, each message naming the database file,
-//! and the helpers that build those errors from SQLite's.
+//! What the store can fail with, each message naming the database file
+//! (the store builds them: `store.rs`). Uses no other module of this crate.
 
 use std::path::PathBuf;
-
-use serde::Serialize;
-
-use crate::schema;
-use crate::Store;
 
 /// What the store can fail with; every message names the database file.
 #[derive(Debug, thiserror::Error)]
@@ -59,62 +54,4 @@ pub enum StoreError {
         context: String,
         error: rusqlite::Error,
     },
-}
-
-impl Store {
-    pub(crate) fn err(&self, context: impl Into<String>, error: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            context: context.into(),
-            error,
-        }
-    }
-
-    pub(crate) fn invalid(&self, detail: String) -> StoreError {
-        StoreError::Invalid {
-            path: self.path.clone(),
-            detail,
-        }
-    }
-
-    pub(crate) fn not_smtlab(&self, detail: String) -> StoreError {
-        StoreError::NotSmtlab {
-            path: self.path.clone(),
-            detail,
-        }
-    }
-
-    pub(crate) fn too_new(&self, found: i64) -> StoreError {
-        StoreError::TooNew {
-            path: self.path.clone(),
-            found,
-            known: schema::latest_version(),
-        }
-    }
-
-    pub(crate) fn no_run(&self, run_id: i64) -> StoreError {
-        StoreError::NoRun {
-            path: self.path.clone(),
-            run_id,
-        }
-    }
-
-    pub(crate) fn to_json<T: Serialize + ?Sized>(
-        &self,
-        v: &T,
-        what: &str,
-    ) -> Result<String, StoreError> {
-        serde_json::to_string(v).map_err(|e| self.invalid(format!("cannot encode the {what}: {e}")))
-    }
-
-    /// SQLite's INTEGER is signed: a u64 above `i64::MAX` is refused, not
-    /// wrapped into a negative number.
-    pub(crate) fn int(&self, v: u64, what: &str) -> Result<i64, StoreError> {
-        i64::try_from(v)
-            .map_err(|_| self.invalid(format!("{what} = {v} exceeds SQLite's INTEGER range")))
-    }
-
-    pub(crate) fn opt_int(&self, v: Option<u64>, what: &str) -> Result<Option<i64>, StoreError> {
-        v.map(|v| self.int(v, what)).transpose()
-    }
 }

@@ -6,7 +6,8 @@ use rusqlite::{ffi, params};
 use smtlab_types::{Mode, Point, Program, Spawn};
 
 use crate::columns::{extended_code, json_col};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::Store;
 
 impl Store {
     /// Record a point of a run; returns its id. Idempotent on

@@ -9,7 +9,8 @@ use rusqlite::{params, OptionalExtension};
 use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary};
 
 use crate::columns::{json_col, parse_col};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::Store;
 
 /// What [`Store::create_run`] records about a new run.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,7 +4,8 @@
 use smtlab_measure::SampleLog;
 use smtlab_types::Sample;
 
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::Store;
 
 /// The engine commits every sample here as it is measured, and a resumed
 /// run finds the samples already committed.

@@ -11,7 +11,8 @@ use smtlab_types::{
 };
 
 use crate::columns::{extended_code, json_col, parse_col, real_or_nan};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::Store;
 
 impl Store {
     /// Commit one sample of a point with its workers and all counters, in one

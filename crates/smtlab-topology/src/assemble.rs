@@ -10,9 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{
-    Cache, CacheType, Core, CpuKind, Die, NumaNode, Package, Pu, RawCache, RawTopology, Topology,
-};
+use crate::machine::{Cache, Core, CpuKind, Die, NumaNode, Package, Pu, Topology};
+use crate::raw::{CacheType, RawCache, RawNode, RawTopology};
 use smtlab_types::cpuset::CpuSet;
 
 /// What a tree node stands for, with an index into the matching vector.
@@ -404,7 +403,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             "no NUMA information (no sys/devices/system/node): the machine is taken as one node"
                 .to_string(),
         );
-        raw_nodes.push(super::RawNode {
+        raw_nodes.push(RawNode {
             os_index: 0,
             cpus: raw.pus.iter().map(|p| p.os_index).collect(),
             memory_bytes: raw.memory_bytes,
@@ -490,5 +489,21 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         cpuset_source: raw.cpuset_source.clone(),
         notes,
         raw,
+    }
+}
+
+impl Topology {
+    /// The same machine as hwloc shows it by default: only online PUs this
+    /// process may use, and only the objects that keep at least one of them.
+    /// Logical indexes are renumbered accordingly.
+    pub fn restricted_to_allowed(&self) -> Topology {
+        let mut raw = self.raw.clone();
+        for pu in &mut raw.pus {
+            if !pu.allowed {
+                pu.online = false;
+            }
+        }
+        raw.nodes.retain(|n| n.allowed);
+        assemble(raw)
     }
 }

@@ -33,7 +33,7 @@
 
 use std::collections::HashSet;
 
-use crate::Topology;
+use crate::machine::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError};
 
 /// Why a CPU expression was refused. Every message is one line that starts

@@ -27,7 +27,8 @@ use serde::Serialize;
 pub use smtlab_types::policy::{Policy, PolicyError};
 
 use crate::cpu_expr::{self, CpuExprError};
-use crate::{CacheType, Topology};
+use crate::machine::Topology;
+use crate::raw::CacheType;
 
 /// Where `n` workers go.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,8 +8,8 @@
 
 use std::fmt::Write;
 
-use super::assemble::{Tree, What};
-use super::Topology;
+use crate::assemble::{Tree, What};
+use crate::machine::Topology;
 
 /// Human size, as lstopo prints it: whole KiB, MiB or GiB.
 pub fn human_bytes(b: u64) -> String {

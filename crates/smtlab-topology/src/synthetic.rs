@@ -11,7 +11,9 @@
 //! (`KB` = `KiB`). PUs are numbered 0.. in depth-first order, as hwloc does;
 //! everything is online and allowed.
 
-use super::{assemble, CacheType, RawCache, RawNode, RawPu, RawTopology, Source, Topology};
+use crate::assemble::assemble;
+use crate::machine::Topology;
+use crate::raw::{CacheType, RawCache, RawNode, RawPu, RawTopology, Source};
 use smtlab_types::cpuset::CpuSet;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

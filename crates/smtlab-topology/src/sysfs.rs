@@ -12,9 +12,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{
-    assemble, CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source, Topology,
-};
+use crate::assemble::assemble;
+use crate::machine::Topology;
+use crate::raw::{CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source};
 use smtlab_types::cpuset::CpuSet;
 
 #[derive(Debug, thiserror::Error)]

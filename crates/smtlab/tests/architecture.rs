@@ -7,7 +7,9 @@
 //!   only name crates it depends on), so no crate can use one above it.
 //! * Modules: inside each crate, no two modules use each other, directly or
 //!   around a loop (`use crate::x` and `super::x` references outside test
-//!   code), so the files of a crate can be read bottom-up too.
+//!   code, and names the crate root re-exports), so the files of a crate
+//!   can be read bottom-up too. Crate roots define nothing: they declare
+//!   modules and re-export, so no code hides from that check there.
 //! * `unsafe`: allowed only in `smtlab-sys`, smtalloc's `sys/` and the
 //!   preload library's exports, and every `unsafe` block and impl there has
 //!   a `// SAFETY:` comment right above it.
@@ -166,7 +168,8 @@ fn modules(dir: &Path) -> BTreeMap<String, PathBuf> {
 /// `#[cfg(test)] mod tests`, without comments.
 fn code(path: &Path) -> String {
     let text = fs::read_to_string(path).unwrap();
-    let before_tests = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    // An inline `mod tests { ... }` (a `mod tests;` is a file of its own).
+    let before_tests = text.split("#[cfg(test)]\nmod tests {").next().unwrap();
     before_tests
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -174,9 +177,51 @@ fn code(path: &Path) -> String {
         .join("\n")
 }
 
-/// The modules of `mods` that module `m` (file `path`) refers to.
+/// The names a crate root re-exports from its own modules (`pub use
+/// store::Store;` maps `Store` to `store`), so that `crate::Store` counts
+/// as a use of `store`.
+fn root_exports(mods: &BTreeMap<String, PathBuf>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(root) = mods.get("lib") else {
+        return out;
+    };
+    let text = code(root);
+    for stmt in text.split(';') {
+        let Some(at) = stmt.find("pub use ") else {
+            continue;
+        };
+        // One space between words: `a::{B, C as D}`.
+        let path = stmt[at + "pub use ".len()..]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (base, names): (&str, Vec<&str>) = match path.split_once("::{") {
+            Some((base, list)) => (base, list.trim_end_matches('}').split(',').collect()),
+            None => match path.rsplit_once("::") {
+                Some((base, name)) => (base, vec![name]),
+                None => continue,
+            },
+        };
+        let module = base.trim_start_matches("crate::");
+        if !mods.contains_key(module) {
+            continue; // another crate's names
+        }
+        for n in names.iter().map(|n| n.trim()) {
+            let shown = n.rsplit(" as ").next().unwrap();
+            let shown = shown.rsplit("::").next().unwrap();
+            if !shown.is_empty() && shown != "self" {
+                out.insert(shown.to_string(), module.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The modules of `mods` that module `m` (file `path`) refers to, directly
+/// or through a name its crate root re-exports.
 fn uses(m: &str, path: &Path, mods: &BTreeMap<String, PathBuf>) -> BTreeSet<String> {
     let text = code(path);
+    let exports = root_exports(mods);
     let mut refs: Vec<String> = Vec::new();
     for (prefix, base) in [("crate::", String::new()), ("super::", parent(m))] {
         for (i, _) in text.match_indices(prefix) {
@@ -184,28 +229,51 @@ fn uses(m: &str, path: &Path, mods: &BTreeMap<String, PathBuf>) -> BTreeSet<Stri
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
                 continue;
             }
-            let rest: String = text[i + prefix.len()..]
+            let after = &text[i + prefix.len()..];
+            let head: String = after
                 .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .take_while(|c| c.is_alphanumeric() || matches!(*c, '_' | ':'))
                 .collect();
-            let path = if base.is_empty() {
-                rest
-            } else {
-                format!("{base}::{rest}")
+            // `crate::{a, b::X}` and `crate::a::{X, Y}` name several paths.
+            let group = after[head.len()..]
+                .strip_prefix('{')
+                .and_then(|g| g.split_once('}'))
+                .map(|(list, _)| list);
+            let paths: Vec<String> = match group {
+                Some(list) => list
+                    .split(',')
+                    .map(|p| format!("{head}{}", p.trim()))
+                    .collect(),
+                None => vec![head],
             };
-            refs.push(path);
+            for p in paths {
+                let p: String = p.chars().filter(|c| !c.is_whitespace()).collect();
+                if base.is_empty() {
+                    refs.push(p);
+                } else {
+                    refs.push(format!("{base}::{p}"));
+                }
+            }
         }
     }
     let mut out = BTreeSet::new();
     for r in refs {
         let parts: Vec<&str> = r.split("::").filter(|p| !p.is_empty()).collect();
+        let mut target = None;
         for k in (1..=parts.len()).rev() {
             let cand = parts[..k].join("::");
             if mods.contains_key(&cand) {
-                if cand != m && !m.starts_with(&format!("{cand}::")) {
-                    out.insert(cand);
-                }
+                target = Some(cand);
                 break;
+            }
+        }
+        // A name of the crate root: the module it comes from.
+        if target.is_none() {
+            target = parts.first().and_then(|n| exports.get(*n)).cloned();
+        }
+        if let Some(cand) = target {
+            if cand != m && !m.starts_with(&format!("{cand}::")) {
+                out.insert(cand);
             }
         }
     }
@@ -283,6 +351,72 @@ fn no_module_uses_one_that_uses_it() {
         loops.is_empty(),
         "modules use each other in a loop:\n{}",
         loops.join("\n")
+    );
+}
+
+/// Crates whose root is their public API itself: smtalloc's few functions
+/// are thin calls into its `sys` layer.
+const ROOT_HOLDS_API: [&str; 1] = ["smtalloc"];
+
+/// The items a file defines at its top level (`fn`, `struct`, `impl`, ...).
+fn top_level_items(text: &str) -> Vec<String> {
+    let kinds = [
+        "fn ", "struct ", "enum ", "impl", "trait ", "const ", "static ", "type ", "union ",
+    ];
+    text.lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('}'))
+        .filter(|l| {
+            let item = l
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ")
+                .trim_start_matches("unsafe ");
+            kinds.iter().any(|k| item.starts_with(k))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn crate_roots_only_declare_and_re_export() {
+    let mut faults = Vec::new();
+    for (name, dir) in crates() {
+        let lib = dir.join("src/lib.rs");
+        if !lib.is_file() || ROOT_HOLDS_API.contains(&name.as_str()) {
+            continue;
+        }
+        for item in top_level_items(&code(&lib)) {
+            faults.push(format!("{name}/src/lib.rs defines `{item}`"));
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "a crate root defines code (move it to a file named after it):\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn root_names_count_as_uses_of_their_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(
+        src.join("lib.rs"),
+        "mod a;\nmod b;\npub use a::{Thing, Other as Renamed};\npub use b::f;\n",
+    )
+    .unwrap();
+    fs::write(src.join("a.rs"), "use crate::f;\npub struct Thing;\n").unwrap();
+    fs::write(
+        src.join("b.rs"),
+        "use crate::{Renamed, a::Thing};\npub fn f() {}\n",
+    )
+    .unwrap();
+    let mods = modules(dir.path());
+    assert_eq!(uses("a", &mods["a"], &mods), BTreeSet::from(["b".into()]));
+    assert_eq!(uses("b", &mods["b"], &mods), BTreeSet::from(["a".into()]));
+    assert_eq!(
+        top_level_items("//! doc\nmod a;\npub use a::X;\npub fn f() {}\nimpl X {}\n"),
+        ["pub fn f() {}", "impl X {}"]
     );
 }
 

@@ -1,0 +1,78 @@
+//! [`write_report`]: the charts drawn once, the notes gathered once, then
+//! every writer in a fixed order. Uses every writer, `charts`,
+//! `chart_files`, `input` and `error`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::ReportError;
+use crate::input::ReportInput;
+use crate::writer::{Rendered, Writer};
+use crate::{chart_files, charts, report_html, results_json, samples_csv, summary_md};
+
+/// What [`write_report`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportFiles {
+    pub dir: PathBuf,
+    pub html: PathBuf,
+    /// `charts/NAME.svg` and `charts/NAME.png` of every chart.
+    pub charts: Vec<PathBuf>,
+    /// `summary.md`, `samples.csv`, `results.json`.
+    pub others: Vec<PathBuf>,
+}
+
+/// The formats, in the order they are written (after the charts): a
+/// failure part-way leaves the files written before it.
+const WRITERS: [&dyn Writer; 4] = [
+    &samples_csv::SamplesCsv,
+    &results_json::ResultsFile,
+    &summary_md::SummaryMarkdown,
+    &report_html::HtmlPage,
+];
+
+/// Write the report of `input` into `dir` (created if missing; files of an
+/// earlier report there are replaced).
+pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, ReportError> {
+    let chart_dir = dir.join("charts");
+    fs::create_dir_all(&chart_dir).map_err(|source| ReportError::CreateDir {
+        path: chart_dir.clone(),
+        source,
+    })?;
+
+    let (specs, chart_notes) = charts::build(input);
+    let (drawn, chart_files) = chart_files::draw_all(specs, &chart_dir)?;
+
+    let mut notes: Vec<String> = Vec::new();
+    for n in input
+        .notes
+        .iter()
+        .chain(&input.analysis.notes)
+        .chain(&chart_notes)
+    {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+
+    let rendered = Rendered {
+        input,
+        charts: drawn,
+        notes,
+    };
+    for w in WRITERS {
+        w.write(&rendered, &dir.join(w.file()))?;
+    }
+    Ok(ReportFiles {
+        dir: dir.to_path_buf(),
+        html: dir.join(report_html::HtmlPage.file()),
+        charts: chart_files,
+        others: [
+            summary_md::SummaryMarkdown.file(),
+            samples_csv::SamplesCsv.file(),
+            results_json::ResultsFile.file(),
+        ]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect(),
+    })
+}
