@@ -67,6 +67,11 @@ pub struct PointSummary {
     pub anon_huge_kb: Option<f64>,
     /// Per-worker operations (median over samples), for fairness.
     pub worker_ops: Vec<f64>,
+    /// Why a finished point has fewer successful samples than
+    /// `--min-samples`, when the reason is not its failures (those are in
+    /// `failures`): its `--max-time` ran out. `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<String>,
     /// The workload's extra observations: for each name, the median over
     /// the successful measured samples that have it. Derived ratios are
     /// added where their parts exist: `foreign_share` is the median over
@@ -113,12 +118,87 @@ pub fn point_summaries(
     run_id: i64,
     seed: u64,
 ) -> Result<Vec<PointSummary>, StoreError> {
+    let limits = SampleLimits::of_run(store, run_id)?;
     let mut out = Vec::new();
     for (point_id, point) in store.points(run_id)? {
         let samples = store.samples(point_id)?;
-        out.push(summarize_point(point_id, point, &samples, seed));
+        let mut summary = summarize_point(point_id, point, &samples, seed);
+        summary.shortfall = limits.and_then(|l| l.shortfall(&samples));
+        out.push(summary);
     }
     Ok(out)
+}
+
+/// What a finished run asked of each point: enough to tell why a point has
+/// fewer samples than it should.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleLimits {
+    pub min_samples: usize,
+    pub max_samples: usize,
+    pub max_time_s: f64,
+    pub warmup: usize,
+}
+
+impl SampleLimits {
+    /// The limits of `run_id` if it is complete (an unfinished point is
+    /// short for that reason alone) and its configuration names them.
+    pub fn of_run(store: &Store, run_id: i64) -> Result<Option<SampleLimits>, StoreError> {
+        let rec = store.run(run_id)?;
+        if rec.status != smtlab_types::RunStatus::Complete {
+            return Ok(None);
+        }
+        let c = &rec.config_json;
+        let n = |k: &str| c.get(k).and_then(|v| v.as_u64()).map(|v| v as usize);
+        Ok(
+            match (
+                n("min_samples"),
+                n("max_samples"),
+                c.get("max_time_s").and_then(|v| v.as_f64()),
+            ) {
+                (Some(min_samples), Some(max_samples), Some(max_time_s)) => Some(SampleLimits {
+                    min_samples,
+                    max_samples,
+                    max_time_s,
+                    warmup: n("warmup").unwrap_or(0),
+                }),
+                _ => None,
+            },
+        )
+    }
+
+    /// Why a point of a complete run with these `samples` fell short of
+    /// `--min-samples`, when it was its time budget. The measurement loop
+    /// ends a point for precision (only with `--min-samples` reached), for
+    /// `--max-samples` (more than the minimum, or twice as many attempts
+    /// when samples fail), for three failures in a row, or for
+    /// `--max-time`; so a short point whose last samples did not all fail
+    /// and whose attempts stayed under the cap ran out of time.
+    pub fn shortfall(&self, samples: &[Sample]) -> Option<String> {
+        let measured: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();
+        let ok = measured
+            .iter()
+            .filter(|s| s.status == SampleStatus::Ok && s.metric.is_some())
+            .count();
+        if ok >= self.min_samples {
+            return None;
+        }
+        let failed_out = measured.len() >= 3
+            && measured[measured.len() - 3..]
+                .iter()
+                .all(|s| s.status != SampleStatus::Ok);
+        if failed_out || measured.len() >= self.max_samples.saturating_mul(2) {
+            return None;
+        }
+        let warm: f64 = samples.iter().filter(|s| s.warmup).map(|s| s.wall_s).sum();
+        let warmups = samples.iter().filter(|s| s.warmup).count();
+        let all: f64 = samples.iter().map(|s| s.wall_s).sum();
+        Some(format!(
+            "{ok} of --min-samples {} samples measured: its --max-time {} s ran out ({all:.2} s \
+             sampled in all, {warmups} warm-up(s) {warm:.2} s of it); raise --max-time for the \
+             full count",
+            self.min_samples, self.max_time_s,
+        ))
+    }
 }
 
 /// Every point of a run with its raw values and stored samples: what the
@@ -136,6 +216,7 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
         points: Vec::new(),
         samples: Vec::new(),
     };
+    let limits = SampleLimits::of_run(store, run_id)?;
     for (point_id, point) in store.points(run_id)? {
         let samples = store.samples(point_id)?;
         let values = samples
@@ -143,10 +224,9 @@ pub fn run_data(store: &Store, run_id: i64, seed: u64) -> Result<RunData, StoreE
             .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
             .filter_map(|s| s.metric)
             .collect();
-        data.points.push(PointData {
-            summary: summarize_point(point_id, point.clone(), &samples, seed),
-            values,
-        });
+        let mut summary = summarize_point(point_id, point.clone(), &samples, seed);
+        summary.shortfall = limits.and_then(|l| l.shortfall(&samples));
+        data.points.push(PointData { summary, values });
         data.samples.push((point, samples));
     }
     Ok(data)
@@ -259,6 +339,7 @@ pub fn summarize_point(point_id: i64, point: Point, samples: &[Sample], seed: u6
         worker_ops,
         extras: extras_of(&ok),
         point,
+        shortfall: None,
     }
 }
 

@@ -85,6 +85,29 @@ pub(crate) fn assemble_sample(
     } else {
         None
     };
+    // A success must carry a value: a window too short for one operation
+    // (`--duration 1ns`) measured nothing, and a rate of 0 or "no value"
+    // stored as a success would pass for a result.
+    let (status, reason, metric) = match (status, metric) {
+        (SampleStatus::Ok, _) if ops == 0 && matches!(point.mode, Mode::FixedTime { .. }) => (
+            SampleStatus::Failed,
+            Some(format!(
+                "no operation completed in the measured window ({wall_s:.1e} s); give a longer \
+                 --duration"
+            )),
+            None,
+        ),
+        (SampleStatus::Ok, Some(v)) if v.is_finite() => (status, reason, Some(v)),
+        (SampleStatus::Ok, other) => (
+            SampleStatus::Failed,
+            Some(format!(
+                "the workload's metric is {} after {ops} operations in {wall_s} s",
+                other.map_or("undefined".to_string(), |v| v.to_string())
+            )),
+            None,
+        ),
+        (s, _) => (s, reason, None),
+    };
     Sample {
         seq,
         warmup,

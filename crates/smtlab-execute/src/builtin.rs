@@ -22,7 +22,9 @@ use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
 use smtlab_types::{Point, Program, Spawn};
 
-/// Set-up may take long (building tables), but not forever.
+/// Set-up may take long (building tables), but not forever: without
+/// `--timeout`, it gets this long; with it, `--timeout` bounds the set-up
+/// as it bounds the measured run, each phase on its own.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often a wait checks for Ctrl-C.
 const POLL: Duration = Duration::from_millis(50);
@@ -103,30 +105,61 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     }
     // Readers start only now: forking while reader threads run could fork
     // with a lock held (see `sys::fork_child`).
-    let mut workers: Vec<Worker> = spawned
-        .into_iter()
-        .enumerate()
-        .map(|(rank, s)| Worker {
+    let mut workers: Vec<Worker> = Vec::with_capacity(spawned.len());
+    for (rank, s) in spawned.into_iter().enumerate() {
+        let stderr_tail = match start_readers(rank, s.stdout, s.stderr, &tx) {
+            Ok(tail) => tail,
+            Err(e) => {
+                // Out of threads (the process limit): this worker is still
+                // killed and reaped with the others.
+                if failure.is_none() {
+                    failure = Some((
+                        SampleStatus::Failed,
+                        format!("starting worker {rank}: cannot start a thread to read it: {e}"),
+                    ));
+                }
+                mpsc::channel().1
+            }
+        };
+        workers.push(Worker {
             pid: s.pid,
             stdin: Some(s.stdin),
-            stderr_tail: start_readers(rank, s.stdout, s.stderr, &tx),
-        })
-        .collect();
+            stderr_tail,
+        });
+    }
     drop(tx);
 
     let mut reports: Vec<Option<ProcessMeasurement>> = vec![None; procs];
+    // The worker whose output ended before it reported, if that is what
+    // failed the sample.
+    let mut ended_first: Option<usize> = None;
     if failure.is_none() {
         // Phase 1: every worker set up and ready.
         let mut ready = 0;
-        let until = Instant::now() + ctx.timeout.map_or(SETUP_TIMEOUT, |t| t.max(SETUP_TIMEOUT));
+        let setup_limit = ctx.timeout.unwrap_or(SETUP_TIMEOUT);
+        let until = Instant::now() + setup_limit;
         while ready < workers.len() && failure.is_none() {
             match wait_event(&rx, until, ctx) {
                 Waited::FromWorker(FromWorker::Msg(_, WorkerMsg::Ready { .. })) => ready += 1,
-                Waited::FromWorker(e) => failure = Some(event_failure(e, &workers)),
+                Waited::FromWorker(e) => {
+                    if let FromWorker::Eof(rank) = e {
+                        ended_first = Some(rank);
+                    }
+                    failure = Some(event_failure(e, &workers))
+                }
                 Waited::Timeout => {
                     failure = Some((
                         SampleStatus::Timeout,
-                        "workers did not finish setting up within 300 s".to_string(),
+                        match ctx.timeout {
+                            Some(t) => format!(
+                                "workers did not finish setting up within --timeout {} s; killed",
+                                t.as_secs_f64()
+                            ),
+                            None => format!(
+                                "workers did not finish setting up within {} s; killed",
+                                SETUP_TIMEOUT.as_secs()
+                            ),
+                        },
                     ))
                 }
                 Waited::Interrupted => {
@@ -161,7 +194,12 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                 }
                 // A worker that reported closes its pipe as it exits.
                 Waited::FromWorker(FromWorker::Eof(rank)) if reports[rank].is_some() => {}
-                Waited::FromWorker(e) => failure = Some(event_failure(e, &workers)),
+                Waited::FromWorker(e) => {
+                    if let FromWorker::Eof(rank) = e {
+                        ended_first = Some(rank);
+                    }
+                    failure = Some(event_failure(e, &workers))
+                }
                 Waited::Timeout => {
                     let t = ctx
                         .timeout
@@ -186,10 +224,13 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     let ends = reap_all(&workers);
     if let Some((status, reason)) = &mut failure {
         // A crash is reported by the pipe closing; the wait status says how.
+        // smtlab kills the other workers with SIGKILL once one has failed,
+        // so SIGKILL names the cause only for the worker that ended first
+        // (killed from outside: `kill -9`, the OOM killer).
         if *status == SampleStatus::Failed {
-            for (w, end) in workers.iter().zip(&ends) {
+            for (rank, (w, end)) in workers.iter().zip(&ends).enumerate() {
                 if let Some(ChildEnd::Signaled(sig)) = end {
-                    if *sig != Signal::SIGKILL as i32 {
+                    if *sig != Signal::SIGKILL as i32 || ended_first == Some(rank) {
                         *status = SampleStatus::Crashed;
                         *reason = format!(
                             "worker pid {} killed by signal {}{}",
@@ -303,35 +344,41 @@ fn unix_now() -> f64 {
 }
 
 /// Forward a worker's stdout messages to the channel; keep its stderr tail.
+/// Fails when no thread can be started (the process limit counts threads):
+/// the sample fails with the reason instead of smtlab panicking.
 fn start_readers(
     rank: usize,
     stdout: Box<dyn Read + Send>,
     stderr: Box<dyn Read + Send>,
     tx: &mpsc::Sender<FromWorker>,
-) -> mpsc::Receiver<String> {
+) -> std::io::Result<mpsc::Receiver<String>> {
     let tx = tx.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let ev = match serde_json::from_str::<WorkerMsg>(&line) {
-                Ok(m) => FromWorker::Msg(rank, m),
-                Err(_) => FromWorker::Garbage(rank, line),
-            };
-            if tx.send(ev).is_err() {
-                return;
+    std::thread::Builder::new()
+        .name(format!("worker-{rank}-out"))
+        .spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let ev = match serde_json::from_str::<WorkerMsg>(&line) {
+                    Ok(m) => FromWorker::Msg(rank, m),
+                    Err(_) => FromWorker::Garbage(rank, line),
+                };
+                if tx.send(ev).is_err() {
+                    return;
+                }
             }
-        }
-        let _ = tx.send(FromWorker::Eof(rank));
-    });
+            let _ = tx.send(FromWorker::Eof(rank));
+        })?;
     let (etx, erx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stderr);
-        let mut buf = String::new();
-        while matches!(r.read_line(&mut buf), Ok(n) if n > 0) {
-            let _ = etx.send(std::mem::take(&mut buf));
-        }
-    });
-    erx
+    std::thread::Builder::new()
+        .name(format!("worker-{rank}-err"))
+        .spawn(move || {
+            let mut r = BufReader::new(stderr);
+            let mut buf = String::new();
+            while matches!(r.read_line(&mut buf), Ok(n) if n > 0) {
+                let _ = etx.send(std::mem::take(&mut buf));
+            }
+        })?;
+    Ok(erx)
 }
 
 fn spawn(

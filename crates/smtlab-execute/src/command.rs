@@ -37,14 +37,85 @@ const POLL: Duration = Duration::from_millis(50);
 /// Output kept per process for `--metric` (the end of it).
 const KEEP_OUTPUT: usize = 1 << 20;
 
-/// Fill in a template's placeholders.
+/// The placeholders a `--cmd` template may hold.
+pub const PLACEHOLDERS: [&str; 4] = ["{threads}", "{n}", "{rank}", "{cpus}"];
+
+/// A `--cmd` template naming a placeholder smtlab does not fill.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--cmd: unknown placeholder {{{name}}}; smtlab fills {{threads}} (or {{n}}), {{rank}} and \
+     {{cpus}} (a shell's ${{{name}}} is left to the shell)"
+)]
+pub struct UnknownPlaceholder {
+    pub name: String,
+}
+
+/// The pieces of a template: literal text and placeholder names. A
+/// placeholder is `{NAME}` with NAME a word (letters, digits, `_`, not
+/// starting with a digit) not preceded by `$`; anything else in braces (a
+/// shell's `${VAR}`, `{a,b}`, `{1..3}`, awk's `{print $1}`) is literal text,
+/// so shell commands keep working.
+fn pieces(template: &str) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    let mut literal_from = 0;
+    let bytes = template.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' && (i == 0 || bytes[i - 1] != b'$') {
+            let rest = &template[i + 1..];
+            let len = rest
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                .count();
+            let is_word = len > 0 && !rest.as_bytes()[0].is_ascii_digit();
+            if is_word && rest.as_bytes().get(len) == Some(&b'}') {
+                out.push((&template[literal_from..i], false));
+                out.push((&rest[..len], true));
+                i += len + 2;
+                literal_from = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push((&template[literal_from..], false));
+    out
+}
+
+/// Refuse a template with a placeholder smtlab does not know (`{foo}`):
+/// passed on literally, it would run a different command than meant.
+pub fn check_template(template: &str) -> Result<(), UnknownPlaceholder> {
+    match pieces(template)
+        .into_iter()
+        .find(|(p, is_name)| *is_name && !PLACEHOLDERS.contains(&format!("{{{p}}}").as_str()))
+    {
+        Some((name, _)) => Err(UnknownPlaceholder {
+            name: name.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Fill in a template's placeholders (see [`check_template`]).
 pub fn expand(template: &str, n: usize, rank: usize, cpus: &[u32]) -> String {
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-    template
-        .replace("{threads}", &n.to_string())
-        .replace("{n}", &n.to_string())
-        .replace("{rank}", &rank.to_string())
-        .replace("{cpus}", &list.join(","))
+    let mut out = String::with_capacity(template.len());
+    for (piece, is_name) in pieces(template) {
+        match (is_name, piece) {
+            (false, text) => out.push_str(text),
+            (true, "threads" | "n") => out.push_str(&n.to_string()),
+            (true, "rank") => out.push_str(&rank.to_string()),
+            (true, "cpus") => out.push_str(&list.join(",")),
+            // Checked away when the command line was parsed; kept as
+            // written if a stored run holds one.
+            (true, other) => {
+                out.push('{');
+                out.push_str(other);
+                out.push('}');
+            }
+        }
+    }
+    out
 }
 
 struct Child {
@@ -182,16 +253,27 @@ fn run_inner(
 
     // Readers and waiters before the release, so nothing is missed.
     let (otx, orx) = mpsc::channel::<(usize, String, String)>();
+    // Threads are created with `Builder` throughout: at the process limit
+    // (which counts threads) that fails with an error, and the sample
+    // fails with it, where `thread::spawn` would panic.
     for (rank, (out, err)) in outputs.into_iter().zip(errors).enumerate() {
         let otx = otx.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::Builder::new().spawn(move || {
             let (o, e) = std::thread::scope(|s| {
-                let o = s.spawn(|| tail(out, KEEP_OUTPUT));
-                let e = tail(err, 4096);
-                (o.join().unwrap_or_default(), e)
+                let e = std::thread::Builder::new().spawn_scoped(s, || tail(err, 4096));
+                let o = tail(out, KEEP_OUTPUT);
+                // No thread for stderr: its pipe is closed unread.
+                (o, e.map_or(String::new(), |e| e.join().unwrap_or_default()))
             });
             let _ = otx.send((rank, o, e));
         });
+        if let Err(e) = reader {
+            kill_groups(&children);
+            for c in &children {
+                let _ = sys::wait4(c.pid);
+            }
+            anyhow::bail!("cannot start a thread to read rank {rank}'s output: {e}");
+        }
     }
     drop(otx);
     let (wtx, wrx) = mpsc::channel::<Ended>();
@@ -211,7 +293,7 @@ fn run_inner(
     }
     for (rank, c) in children.iter().enumerate() {
         let (wtx, pid) = (wtx.clone(), c.pid);
-        std::thread::spawn(move || {
+        let waiter = std::thread::Builder::new().spawn(move || {
             let (end, usage) = match sys::wait4(pid) {
                 Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
                 Err(_) => (None, ResourceUsage::default()),
@@ -223,6 +305,14 @@ fn run_inner(
                 at: sys::monotonic_s(),
             });
         });
+        if let Err(e) = waiter {
+            // The ranks before this one are reaped by their waiters.
+            kill_groups(&children);
+            for c in &children[rank..] {
+                let _ = sys::wait4(c.pid);
+            }
+            anyhow::bail!("cannot start a thread to wait for rank {rank}: {e}");
+        }
     }
     drop(wtx);
 
@@ -320,24 +410,37 @@ fn run_inner(
         let mut values = Vec::new();
         for (rank, (out, _)) in texts.iter().enumerate() {
             match last_capture(re, out) {
-                Some(v) => values.push(v),
-                None => {
+                Ok(v) => values.push(v),
+                Err(e) => {
                     status = SampleStatus::Failed;
-                    reason = Some(format!(
-                        "--metric: `{}` matched no number in the output of rank {rank}",
-                        re.as_str()
-                    ));
+                    reason = Some(match e {
+                        CaptureError::NoMatch => format!(
+                            "--metric: `{}` matched no number in the output of rank {rank}",
+                            re.as_str()
+                        ),
+                        CaptureError::NotFinite(v) => format!(
+                            "--metric: `{}` captured `{v}` in the output of rank {rank}, \
+                             which is not a finite number",
+                            re.as_str()
+                        ),
+                    });
                     break;
                 }
             }
         }
-        metric = (status == SampleStatus::Ok).then(|| {
-            if point.metric.higher_is_better {
-                values.iter().sum()
-            } else {
-                values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            }
-        });
+        let value = if point.metric.higher_is_better {
+            values.iter().sum()
+        } else {
+            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        };
+        if status == SampleStatus::Ok && !value.is_finite() {
+            // Finite values whose sum overflows.
+            status = SampleStatus::Failed;
+            reason = Some(format!(
+                "--metric: the ranks' values add up to {value}, not a finite number"
+            ));
+        }
+        metric = (status == SampleStatus::Ok).then_some(value);
     }
     let workers = children
         .iter()
@@ -409,12 +512,31 @@ fn tail(r: impl Read, keep: usize) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// Why `--metric` found no value in a command's output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    #[error("matched no number")]
+    NoMatch,
+    /// `NaN`, `inf` or a number beyond f64 (`1e400`): a sample with such a
+    /// value would be stored as a success and poison every statistic.
+    #[error("captured `{0}`, which is not a finite number")]
+    NotFinite(String),
+}
+
 /// The number in the first capture group (or the whole match) of the last
-/// match of `re` in `text`.
-pub fn last_capture(re: &regex::Regex, text: &str) -> Option<f64> {
-    let caps = re.captures_iter(text).last()?;
-    let m = caps.get(1).or_else(|| caps.get(0))?;
-    m.as_str().trim().parse().ok()
+/// match of `re` in `text`: finite, or an error.
+pub fn last_capture(re: &regex::Regex, text: &str) -> Result<f64, CaptureError> {
+    let caps = re.captures_iter(text).last().ok_or(CaptureError::NoMatch)?;
+    let m = caps
+        .get(1)
+        .or_else(|| caps.get(0))
+        .ok_or(CaptureError::NoMatch)?;
+    let text = m.as_str().trim();
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(CaptureError::NotFinite(text.to_string())),
+        Err(_) => Err(CaptureError::NoMatch),
+    }
 }
 
 #[cfg(test)]
@@ -436,6 +558,31 @@ mod tests {
     }
 
     #[test]
+    fn unknown_placeholders_are_refused_and_shell_braces_left_alone() {
+        let e = check_template("run --x {foo} {n}").unwrap_err();
+        assert_eq!(e.name, "foo");
+        assert!(
+            e.to_string()
+                .starts_with("--cmd: unknown placeholder {foo}"),
+            "{e}"
+        );
+        assert!(check_template("run {Threads}").is_err());
+        for ok in [
+            "run -t {n} -T {threads} -r {rank} -c {cpus}",
+            "echo ${HOME} ${n} {a,b} {1..3} {} { x }",
+            "awk '{print $1}' f",
+            "f() { :; }; f",
+            "x{",
+            "}{",
+        ] {
+            assert_eq!(check_template(ok), Ok(()), "{ok}");
+        }
+        // The shell's own ${n} is not smtlab's {n}.
+        assert_eq!(expand("echo ${n} {n}", 4, 0, &[]), "echo ${n} 4");
+        assert_eq!(expand("awk '{print $1}'", 4, 0, &[]), "awk '{print $1}'");
+    }
+
+    #[test]
     fn threads_is_the_long_form_of_n() {
         assert_eq!(
             expand("a {threads} b {n} c {threads}", 3, 0, &[]),
@@ -446,7 +593,21 @@ mod tests {
     #[test]
     fn metric_capture() {
         let re = regex::Regex::new(r"rate: ([0-9.]+)").unwrap();
-        assert_eq!(last_capture(&re, "rate: 1.5\nrate: 2.5\n"), Some(2.5));
-        assert_eq!(last_capture(&re, "nothing"), None);
+        assert_eq!(last_capture(&re, "rate: 1.5\nrate: 2.5\n"), Ok(2.5));
+        assert_eq!(last_capture(&re, "nothing"), Err(CaptureError::NoMatch));
+    }
+
+    #[test]
+    fn a_metric_that_is_not_a_finite_number_is_not_a_value() {
+        let re = regex::Regex::new(r"t=(\S+)").unwrap();
+        for v in ["NaN", "nan", "inf", "-inf", "infinity", "1e400", "-1e400"] {
+            assert_eq!(
+                last_capture(&re, &format!("t={v}\n")),
+                Err(CaptureError::NotFinite(v.to_string())),
+                "{v}"
+            );
+        }
+        assert_eq!(last_capture(&re, "t=1e300"), Ok(1e300));
+        assert_eq!(last_capture(&re, "t=abc"), Err(CaptureError::NoMatch));
     }
 }

@@ -13,7 +13,8 @@
 //! ([`SampleContext`]), `outcome.rs` ([`Outcome`]), `assemble.rs` (a
 //! built-in sample from its workers' reports), [`worker`], then
 //! [`builtin`] and [`command`]; [`pin`] is `smtlab pin` and the library
-//! `command` preloads. `dispatch.rs` sends a sample to `builtin` or
+//! `command` preloads; [`preload_check`] checks, in a child, that an
+//! allocator's library really loads. `dispatch.rs` sends a sample to `builtin` or
 //! `command` ([`run_sample`]); this root only declares and re-exports.
 //!
 //! Every child started here dies with smtlab (PDEATHSIG) and is reaped
@@ -26,6 +27,7 @@ mod context;
 mod dispatch;
 mod outcome;
 pub mod pin;
+pub mod preload_check;
 pub mod protocol;
 pub mod worker;
 

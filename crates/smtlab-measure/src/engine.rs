@@ -156,7 +156,9 @@ pub fn measure<L: SampleLog>(
             }
             let (_, point) = &points[i];
             let st = &mut states[i];
-            let warmup = st.warmups < spec.warmup;
+            // Warm-ups spend the point's --max-time like any sample: once
+            // it is gone, the point goes on to its measured samples.
+            let warmup = st.warmups < spec.warmup && st.elapsed_s < rule.max_time_s;
             let t0 = sampler.now_s();
             let sample = match sampler.sample(point, st.next_seq, warmup) {
                 Outcome::Measured(s) => *s,
@@ -196,6 +198,20 @@ pub fn measure<L: SampleLog>(
                 });
             } else if let Some(why) = stop_decision(&rule, st, spec.seed) {
                 st.done = true;
+                if st.values.len() < spec.min_samples && why == "max_time" {
+                    sink.event(Event::Warning(format!(
+                        "point {} ({} {} {} N={}): {} of --min-samples {} samples measured when \
+                         its --max-time {} s ran out; raise --max-time for the full count",
+                        point.index,
+                        point.program.label(),
+                        point.model,
+                        point.placement,
+                        point.workers,
+                        st.values.len(),
+                        spec.min_samples,
+                        spec.max_time_s
+                    )));
+                }
                 sink.event(Event::PointDone { point, why });
             }
         }

@@ -33,7 +33,20 @@ pub enum PlanError {
          (N instances; default {default_work})"
     )]
     FixedProblem { workload: String, default_work: u64 },
+    /// A sweep too large to plan, let alone measure: each worker of each
+    /// point gets a CPU, and `--threads 1-65535` alone would take 8 GB.
+    #[error(
+        "the plan would place {workers} workers over {points} points; at most \
+         {MAX_PLANNED_WORKERS} in one run: give fewer --threads counts, models, placements or \
+         allocators"
+    )]
+    TooLarge { points: u128, workers: u128 },
 }
+
+/// The most worker placements (the sum of N over the points) one run may
+/// plan: 40 MB of CPU numbers, far beyond any sweep worth measuring (a
+/// 256-PU machine at every N from 1 to 1024 is 524,800).
+pub const MAX_PLANNED_WORKERS: u128 = 10_000_000;
 
 /// Expand a run configuration into its points, in a fixed order:
 /// program, allocator, model, placement, N. The checks that need the whole
@@ -49,6 +62,7 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
             max: spec.max_samples,
         });
     }
+    check_size(spec)?;
     let mut points = Vec::new();
     for program in &spec.programs {
         let mode = mode_of(program, spec)?;
@@ -84,6 +98,38 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
         }
     }
     Ok(points)
+}
+
+/// Refuse a sweep whose points would hold more than
+/// [`MAX_PLANNED_WORKERS`] CPU numbers, counted before any is allocated.
+fn check_size(spec: &RunSpec) -> Result<(), PlanError> {
+    let swept: u128 = spec.threads.iter().map(|&n| n as u128).sum();
+    let per_placement: u128 = spec
+        .models
+        .iter()
+        .map(|m| match *m {
+            Model::Hybrid { processes, threads } => processes as u128 * threads as u128,
+            _ => swept,
+        })
+        .sum();
+    let per_placement_points: u128 = spec
+        .models
+        .iter()
+        .map(|m| match m {
+            Model::Hybrid { .. } => 1,
+            _ => spec.threads.len() as u128,
+        })
+        .sum();
+    let copies =
+        spec.programs.len() as u128 * spec.allocs.len() as u128 * spec.placements.len() as u128;
+    let workers = per_placement * copies;
+    if workers > MAX_PLANNED_WORKERS {
+        return Err(PlanError::TooLarge {
+            points: per_placement_points * copies,
+            workers,
+        });
+    }
+    Ok(())
 }
 
 /// The mode a program runs in: the one asked for, else the workload's
@@ -139,5 +185,67 @@ fn metric_of(program: &Program, spec: &RunSpec, mode: Mode) -> Metric {
             unit: "s".into(),
             higher_is_better: false,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_types::{PolicySpec, Spawn};
+
+    fn spec(threads: Vec<usize>, models: Vec<Model>) -> RunSpec {
+        RunSpec {
+            programs: vec![Program::Builtin {
+                workload: "spin".into(),
+                params: Default::default(),
+            }],
+            models,
+            placements: vec!["compact".parse::<PolicySpec>().unwrap()],
+            threads,
+            allocs: vec!["glibc".into()],
+            spawn: Spawn::Exec,
+            mode: None,
+            metric: None,
+            warmup: 1,
+            min_samples: 1,
+            max_samples: 1,
+            precision: 0.02,
+            max_time_s: 1.0,
+            timeout_s: None,
+            seed: 1,
+            counters: false,
+            study: None,
+        }
+    }
+
+    #[test]
+    fn a_sweep_too_large_to_plan_is_refused_before_it_is_built() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        // 1-65535: 2,147,450,880 CPU numbers (8 GB) if it were built.
+        let all: Vec<usize> = (1..=65_535).collect();
+        let e = expand(&topo, &spec(all, vec![Model::Thread])).unwrap_err();
+        assert_eq!(
+            e,
+            PlanError::TooLarge {
+                points: 65_535,
+                workers: 2_147_450_880
+            }
+        );
+        assert!(e.to_string().contains("at most 10000000"), "{e}");
+        // Hybrid shapes count P x T once per placement.
+        let hybrid = Model::Hybrid {
+            processes: 65_535,
+            threads: 1,
+        };
+        let ok = expand(&topo, &spec(vec![1], vec![hybrid])).unwrap();
+        assert_eq!(ok[0].workers, 65_535);
+        // A big but sane sweep still plans.
+        let ladder: Vec<usize> = (1..=1024).collect();
+        assert_eq!(
+            expand(&topo, &spec(ladder, vec![Model::Thread]))
+                .unwrap()
+                .len(),
+            1024
+        );
     }
 }

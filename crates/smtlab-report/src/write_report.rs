@@ -42,12 +42,22 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
     let (specs, chart_notes) = charts::build(input);
     let (drawn, chart_files) = chart_files::draw_all(specs, &chart_dir)?;
 
+    // A point that fell short of --min-samples says so in every format.
+    let short: Vec<String> = input
+        .points
+        .iter()
+        .filter_map(|p| {
+            let s = p.summary.shortfall.as_ref()?;
+            Some(format!("Point {}: {s}.", p.summary.point.index))
+        })
+        .collect();
     let mut notes: Vec<String> = Vec::new();
     for n in input
         .notes
         .iter()
         .chain(&input.analysis.notes)
         .chain(&chart_notes)
+        .chain(&short)
     {
         if !notes.contains(n) {
             notes.push(n.clone());

@@ -31,4 +31,6 @@ pub use clock::monotonic_s;
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
 pub use permissions::{euid, is_noexec};
 pub use shared_memory::SharedWords;
-pub use signals::{ignore_sigint, interrupt_flag, SignalForwarding, FORWARDED_SIGNALS};
+pub use signals::{
+    ignore_sigint, interrupt_flag, interrupted_exit_code, SignalForwarding, FORWARDED_SIGNALS,
+};

@@ -134,10 +134,13 @@ pub fn ignore_sigint() -> io::Result<()> {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that interrupted the run (0: none yet).
+static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_interrupt(sig: libc::c_int) {
-    // Async-signal-safe: one atomic store, and (on the second Ctrl-C) restore
+    // Async-signal-safe: atomic stores, and (on the second Ctrl-C) restore
     // the default action so a third one kills smtlab outright.
+    let _ = INTERRUPTED_BY.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     if INTERRUPTED.swap(true, Ordering::SeqCst) {
         // SAFETY: signal(2) with SIG_DFL is async-signal-safe.
         unsafe { libc::signal(sig, libc::SIG_DFL) };
@@ -159,4 +162,14 @@ pub fn interrupt_flag() -> io::Result<&'static AtomicBool> {
         unsafe { signal::sigaction(s, &act) }.map_err(io::Error::from)?;
     }
     Ok(&INTERRUPTED)
+}
+
+/// The exit code of a run stopped by a signal: 128 + its number, as a
+/// shell reports a process killed by it (130 for Ctrl-C, 143 for SIGTERM);
+/// 130 if the stop did not come from a signal.
+pub fn interrupted_exit_code() -> i32 {
+    match INTERRUPTED_BY.load(Ordering::SeqCst) {
+        0 => 128 + libc::SIGINT,
+        sig => 128 + sig,
+    }
 }

@@ -155,7 +155,8 @@ impl CpuSet {
         let mut it = self.0.iter().copied().peekable();
         while let Some(lo) = it.next() {
             let mut hi = lo;
-            while it.peek() == Some(&(hi + 1)) {
+            // `checked_add`: u32::MAX ends a range rather than overflowing.
+            while hi.checked_add(1).is_some_and(|next| it.peek() == Some(&next)) {
                 hi = it.next().expect("peeked");
             }
             out.push(if lo == hi {
@@ -209,6 +210,14 @@ mod tests {
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 2, 3, 4, 5, 8]);
         assert_eq!(s.to_list(), "0,2-5,8");
         assert!(CpuSet::parse_list("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_highest_cpu_number_ends_a_range_instead_of_overflowing() {
+        let s: CpuSet = [u32::MAX - 1, u32::MAX].into_iter().collect();
+        assert_eq!(s.to_list(), "4294967294-4294967295");
+        let one: CpuSet = [u32::MAX].into_iter().collect();
+        assert_eq!(one.to_list(), "4294967295");
     }
 
     #[test]

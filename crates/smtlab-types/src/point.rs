@@ -8,6 +8,11 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// The most workers a point may have: as many as the highest CPU number
+/// smtlab accepts (`cpuset::MAX_CPU`), the same bound `--threads` has; a
+/// larger count is a typo, and would only exhaust memory planning it.
+pub const MAX_WORKERS: usize = crate::cpuset::MAX_CPU as usize;
+
 /// How workers are organised into processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -69,7 +74,16 @@ impl FromStr for Model {
                     .ok_or_else(|| err("expected hybrid:PxT, e.g. hybrid:2x4"))?;
                 let num = |v: &str| v.parse::<usize>().ok().filter(|n| *n > 0);
                 match (num(p), num(t)) {
-                    (Some(processes), Some(threads)) => Ok(Model::Hybrid { processes, threads }),
+                    (Some(processes), Some(threads))
+                        if processes
+                            .checked_mul(threads)
+                            .is_some_and(|n| n <= MAX_WORKERS) =>
+                    {
+                        Ok(Model::Hybrid { processes, threads })
+                    }
+                    (Some(_), Some(_)) => Err(err(&format!(
+                        "P x T in hybrid:PxT is at most {MAX_WORKERS} workers"
+                    ))),
                     _ => Err(err("P and T in hybrid:PxT must be positive integers")),
                 }
             }
@@ -195,4 +209,29 @@ pub struct Point {
     pub alloc: String,
     pub mode: Mode,
     pub metric: Metric,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hybrid_model_is_bounded_by_the_workers_it_makes() {
+        assert_eq!(
+            "hybrid:2x4".parse::<Model>(),
+            Ok(Model::Hybrid {
+                processes: 2,
+                threads: 4
+            })
+        );
+        assert!("hybrid:1x65535".parse::<Model>().is_ok());
+        for text in [
+            "hybrid:65535x65535",
+            "hybrid:2x65535",
+            "hybrid:18446744073709551615x2",
+        ] {
+            let e = text.parse::<Model>().expect_err(text).to_string();
+            assert!(e.contains("at most 65535 workers"), "{text}: {e}");
+        }
+    }
 }

@@ -19,9 +19,11 @@ use crate::commands;
                   measures any sweep, `smtlab report` writes the report of a stored run.",
     after_long_help = "Exit status: 0 on success; 1 when the tool or the machine failed (the \
                        error chain is printed); 2 for a usage error (one line naming the flag, \
-                       file or value at fault); 130 when a run was interrupted (every sample \
-                       measured is stored: finish it with `smtlab run --resume RUN`). `smtlab \
-                       pin` exits with its program's status."
+                       file or value at fault); 3 when a run or study ended but a point has no \
+                       successful sample (every sample is stored with its reason); 128 + the \
+                       signal when a run was interrupted: 130 for Ctrl-C (SIGINT), 143 for \
+                       SIGTERM (every sample measured is stored: finish it with `smtlab run \
+                       --resume RUN`). `smtlab pin` exits with its program's status."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -59,6 +61,10 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<std::ffi::OsString>,
     },
+    /// Exit 0 if LIBRARY is mapped into this process, 3 if not (internal:
+    /// checks that an --alloc library loads with LD_PRELOAD)
+    #[command(name = "__loaded", hide = true)]
+    Loaded { library: std::path::PathBuf },
     /// Show what this machine can and cannot measure, and how to fix each gap
     Doctor(commands::doctor::DoctorArgs),
     /// Print the shell completion script (bash, zsh, fish)
@@ -89,6 +95,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Show(a) => commands::show::run(a),
         Command::Worker => commands::worker::run(),
         Command::Gate { program } => commands::gate::run(program),
+        Command::Loaded { library } => Ok(smtlab_execute::preload_check::loaded_main(&library)),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Completions(a) => commands::completions::run(a, command()),
         Command::Man(a) => commands::man::run(a, command()),

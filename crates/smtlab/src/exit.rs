@@ -10,6 +10,32 @@ use std::fmt;
 /// Exit code for bad input.
 pub const USAGE: i32 = 2;
 
+/// Exit code of a run that ended but left a point without one successful
+/// sample (a program that is not there, wrong results, timeouts): the
+/// samples are stored with their reasons, but there is no result to use.
+pub const NO_RESULT: i32 = 3;
+
+/// The exit code of a finished run: [`NO_RESULT`] when a point has no
+/// successful sample (said on stderr), else 0.
+pub fn of_results(run_id: i64, points: &[smtlab_analyse::summary::PointSummary]) -> i32 {
+    let empty: Vec<String> = points
+        .iter()
+        .filter(|p| p.samples == 0)
+        .map(|p| p.point.index.to_string())
+        .collect();
+    if empty.is_empty() {
+        return 0;
+    }
+    eprintln!(
+        "smtlab: run {run_id}: {} of {} points have no successful sample (point {}); their \
+         failures are listed above",
+        empty.len(),
+        points.len(),
+        empty.join(", ")
+    );
+    NO_RESULT
+}
+
 /// A user mistake, shown as one line.
 #[derive(Debug)]
 pub struct UsageError(pub String);

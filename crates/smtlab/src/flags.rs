@@ -15,7 +15,7 @@ use std::str::FromStr;
 use smtlab_plan::allocator::Allocator;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
-use smtlab_types::{MetricRegex, Policy, PolicySpec};
+use smtlab_types::{MetricRegex, Policy, PolicySpec, MAX_WORKERS};
 use smtlab_workloads as workload;
 
 /// A flag value that is not one; the message is the whole usage error.
@@ -53,6 +53,12 @@ pub fn param(text: &str) -> Result<(String, String), BadValue> {
         .split_once('=')
         .ok_or_else(|| bad(format!("--param {text}: expected KEY=VALUE")))?;
     Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// `--cmd TEMPLATE`: a command whose placeholders are all known.
+pub fn cmd_template(text: &str) -> Result<String, BadValue> {
+    smtlab_execute::command::check_template(text).map_err(|e| bad(e.to_string()))?;
+    Ok(text.to_string())
 }
 
 /// `--metric NAME=REGEX`, the regex compiled.
@@ -157,12 +163,28 @@ pub fn worker_counts(text: &str) -> Result<WorkerCounts, BadValue> {
 
 /// `--alloc NAME`: an allocator, found (its library located) now, so a
 /// missing one is refused before anything runs and found only once.
+/// Its library must also load: one that does not would be ignored by the
+/// loader, and the run would measure glibc under its name.
 pub fn allocator(text: &str) -> Result<Allocator, BadValue> {
-    Allocator::find(text.trim()).map_err(|e| bad(format!("--alloc: {e}")))
+    let a = Allocator::find(text.trim()).map_err(|e| bad(format!("--alloc: {e}")))?;
+    if let Some(preload) = &a.preload {
+        loadable(preload).map_err(|e| bad(format!("--alloc {}: {e}", a.name)))?;
+    }
+    Ok(a)
 }
 
+/// [`smtlab_execute::preload_check::check_loadable`] with this binary.
+pub fn loadable(preload: &smtlab_plan::allocator::Preload) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("locating the smtlab binary: {e}"))?;
+    smtlab_execute::preload_check::check_loadable(&exe, preload).map_err(|e| e.to_string())
+}
+
+/// The longest duration a flag takes: 30 days. Longer is a typo, and a
+/// deadline that far off would overflow the clock arithmetic of a wait.
+pub const MAX_SECONDS: f64 = 30.0 * 86_400.0;
+
 /// A duration flag (`--duration`, `--max-time`, `--timeout`) in seconds,
-/// longer than zero: `500ms`, `2s`, `1m`.
+/// longer than zero and at most [`MAX_SECONDS`]: `500ms`, `2s`, `1m`.
 pub fn seconds(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + Clone {
     move |text: &str| {
         let d = humantime::parse_duration(text.trim())
@@ -170,7 +192,21 @@ pub fn seconds(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + C
         if d.is_zero() {
             return Err(bad(format!("{flag} {text}: must be longer than zero")));
         }
+        if d.as_secs_f64() > MAX_SECONDS {
+            return Err(bad(format!("{flag} {text}: at most 30 days")));
+        }
         Ok(d.as_secs_f64())
+    }
+}
+
+/// `place -n N`: a worker count, 1 to [`MAX_WORKERS`]. Not a number:
+/// clap's own message, as for every other integer flag.
+pub fn worker_count(text: &str) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
+    match text.parse::<u64>()? {
+        n if n > MAX_WORKERS as u64 => Err(Box::new(bad(format!(
+            "--threads {text}: at most {MAX_WORKERS} workers"
+        )))),
+        n => Ok(n as usize),
     }
 }
 
@@ -190,12 +226,17 @@ pub fn fraction(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + 
     }
 }
 
-/// `--work N`: a positive amount of work. Not a number: clap's own
-/// message, as for every other integer flag.
+/// `--work N`: a positive amount of work, at most `i64::MAX` (the store
+/// keeps it as a SQLite INTEGER, so a larger one could not be recorded).
+/// Not a number: clap's own message, as for every other integer flag.
 pub fn work(text: &str) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
     match text.parse::<u64>()? {
         0 => Err(Box::new(bad(format!(
             "--work {text}: give a positive number of operations"
+        )))),
+        n if n > i64::MAX as u64 => Err(Box::new(bad(format!(
+            "--work {text}: at most {} operations",
+            i64::MAX
         )))),
         n => Ok(n),
     }

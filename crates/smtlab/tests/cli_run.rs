@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{assert_usage_error, json, smtlab};
+use support::{assert_usage_error, json, json_exit, smtlab};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -335,67 +335,76 @@ fn allocators_are_interleaved_and_each_point_gets_its_own_preload() {
 fn crashes_timeouts_and_wrong_results_fail_samples_and_the_sweep_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(&dir);
-    let doc = json(&[
-        "run",
-        "--cmd",
-        "kill -SEGV $$",
-        "--warmup",
-        "0",
-        "--min-samples",
-        "1",
-        "--max-samples",
-        "1",
-        "--json",
-        "--db",
-        &db,
-    ]);
+    let doc = json_exit(
+        &[
+            "run",
+            "--cmd",
+            "kill -SEGV $$",
+            "--warmup",
+            "0",
+            "--min-samples",
+            "1",
+            "--max-samples",
+            "1",
+            "--json",
+            "--db",
+            &db,
+        ],
+        3,
+    );
     let p = &points(&doc)[0];
     assert_eq!(p["samples"], 0);
     assert!(p["failed"].as_u64().unwrap() >= 1);
     let f = p["failures"][0].as_str().unwrap();
     assert!(f.starts_with("crashed:") && f.contains("SIGSEGV"), "{f}");
 
-    let doc = json(&[
-        "run",
-        "--cmd",
-        "sleep 5",
-        "--timeout",
-        "300ms",
-        "--warmup",
-        "0",
-        "--min-samples",
-        "1",
-        "--max-samples",
-        "1",
-        "--json",
-        "--db",
-        &db,
-    ]);
+    let doc = json_exit(
+        &[
+            "run",
+            "--cmd",
+            "sleep 5",
+            "--timeout",
+            "300ms",
+            "--warmup",
+            "0",
+            "--min-samples",
+            "1",
+            "--max-samples",
+            "1",
+            "--json",
+            "--db",
+            &db,
+        ],
+        3,
+    );
     let f = points(&doc)[0]["failures"][0].as_str().unwrap().to_string();
     assert!(f.starts_with("timeout:") && f.contains("--timeout"), "{f}");
 
     // A corrupted checksum fails the sample instead of reporting a speed;
     // the other point of the same sweep is measured.
-    let doc = json(&[
-        "run",
-        "-w",
-        "spin",
-        "--param",
-        "corrupt=1",
-        "--threads",
-        "1",
-        "--duration",
-        "50ms",
-        "--warmup",
-        "0",
-        "--min-samples",
-        "1",
-        "--max-samples",
-        "1",
-        "--json",
-        "--db",
-        &db,
-    ]);
+    let doc = json_exit(
+        &[
+            "run",
+            "-w",
+            "spin",
+            "--param",
+            "corrupt=1",
+            "--threads",
+            "1",
+            "--duration",
+            "50ms",
+            "--warmup",
+            "0",
+            "--min-samples",
+            "1",
+            "--max-samples",
+            "1",
+            "--json",
+            "--db",
+            &db,
+        ],
+        3,
+    );
     let p = &points(&doc)[0];
     assert!(p["median"].is_null());
     let f = p["failures"][0].as_str().unwrap();
@@ -404,22 +413,25 @@ fn crashes_timeouts_and_wrong_results_fail_samples_and_the_sweep_goes_on() {
         "{f}"
     );
 
-    let doc = json(&[
-        "run",
-        "--cmd",
-        "test {n} -ne 2",
-        "--threads",
-        "1,2",
-        "--warmup",
-        "0",
-        "--min-samples",
-        "2",
-        "--max-samples",
-        "2",
-        "--json",
-        "--db",
-        &db,
-    ]);
+    let doc = json_exit(
+        &[
+            "run",
+            "--cmd",
+            "test {n} -ne 2",
+            "--threads",
+            "1,2",
+            "--warmup",
+            "0",
+            "--min-samples",
+            "2",
+            "--max-samples",
+            "2",
+            "--json",
+            "--db",
+            &db,
+        ],
+        3,
+    );
     let pts = points(&doc);
     assert_eq!(pts[0]["failed"], 0, "N=1 succeeds");
     assert_eq!(pts[0]["samples"], 2);

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::json;
+use support::{json, json_exit};
 
 /// Small problem sizes per workload (the defaults take seconds).
 fn small(workload: &str) -> Vec<&'static str> {
@@ -103,7 +103,8 @@ fn check(workload: &str) {
         &db,
     ];
     bad.extend(sizes.iter().copied());
-    let doc = json(&bad);
+    // Exit 3: the point has no successful sample.
+    let doc = json_exit(&bad, 3);
     let p = &doc["points"][0];
     assert!(
         p["median"].is_null(),

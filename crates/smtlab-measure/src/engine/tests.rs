@@ -153,6 +153,41 @@ fn the_stop_rule_ends_each_point_for_its_reason() {
 }
 
 #[test]
+fn warm_ups_stop_when_the_time_budget_is_spent_and_a_short_point_is_said() {
+    // 5 warm-ups of 2 s against --max-time 3 s: two warm-ups spend the
+    // budget; then one measured sample (a point never ends without one).
+    let s = RunSpec {
+        warmup: 5,
+        min_samples: 4,
+        max_time_s: 3.0,
+        ..spec()
+    };
+    let two_seconds = vec![Take::Value {
+        metric: 1.0,
+        seconds: 2.0,
+    }];
+    let log = MemoryLog::default();
+    let mut m = MockSampler::same(1, two_seconds);
+    run(&log, 1, &s, &mut m);
+    assert_eq!(m.calls, [(0, 0, true), (0, 1, true), (0, 2, false)]);
+    assert_eq!(done_lines(&log), ["done 0 max_time"]);
+    let warnings: Vec<String> = log
+        .journal
+        .borrow()
+        .iter()
+        .filter(|l| l.starts_with("warning"))
+        .cloned()
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .contains("1 of --min-samples 4 samples measured when its --max-time 3 s ran out"),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[test]
 fn three_failures_in_a_row_give_up_on_a_point_and_the_others_go_on() {
     let log = MemoryLog::default();
     let mut m = MockSampler::new([(0, vec![value(10.0)]), (1, vec![Take::Fail("it crashed")])]);

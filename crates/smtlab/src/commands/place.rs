@@ -33,7 +33,8 @@ pub struct PlaceArgs {
         short = 'n',
         long,
         value_name = "N",
-        required_unless_present = "domains"
+        required_unless_present = "domains",
+        value_parser = flags::worker_count
     )]
     pub threads: Option<usize>,
     /// List the affinity domains CPU expressions can name, like likwid-pin -p

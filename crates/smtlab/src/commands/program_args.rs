@@ -30,7 +30,7 @@ pub struct ProgramArgs {
     /// Run this command instead of a built-in workload; placeholders:
     /// {threads} (threads of this process; short form: n in braces),
     /// {rank}, {cpus} (its CPU list)
-    #[arg(long, value_name = "TEMPLATE")]
+    #[arg(long, value_name = "TEMPLATE", value_parser = flags::cmd_template)]
     pub cmd: Option<String>,
     /// Read the metric from a command's output: NAME=REGEX (first capture
     /// group, last match; summed over processes)

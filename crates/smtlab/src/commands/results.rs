@@ -163,6 +163,11 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointSummary]) ->
     }
     s.push_str(&render_counters(reports));
     s.push_str(&render_extras(reports));
+    for r in reports {
+        if let Some(short) = &r.shortfall {
+            writeln!(s, "point {}: {short}", r.point.index).unwrap();
+        }
+    }
     for r in reports.iter().filter(|r| !r.failures.is_empty()) {
         writeln!(s, "point {}: {} sample(s) not ok:", r.point.index, r.failed).unwrap();
         for f in r.failures.iter().take(3) {
@@ -344,6 +349,9 @@ struct PointJson<'a> {
     ci95: Option<[f64; 2]>,
     outliers: &'a [usize],
     failures: &'a [String],
+    /// Why the point has fewer samples than --min-samples, if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shortfall: Option<&'a str>,
     counters: &'a [CounterSummary],
     derived: &'a smtlab_analyse::derived::Derived,
     user_s: Option<f64>,
@@ -392,6 +400,7 @@ pub fn run_json(run_id: i64, status: RunStatus, reports: &[PointSummary]) -> ser
                 ci95: r.summary.as_ref().and_then(|s| s.ci95).map(|(a, b)| [a, b]),
                 outliers: &r.outliers,
                 failures: &r.failures,
+                shortfall: r.shortfall.as_deref(),
                 counters: &r.counters,
                 derived: &r.derived,
                 user_s: r.user_s,

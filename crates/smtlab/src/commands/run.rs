@@ -113,6 +113,7 @@ pub struct RunArgs {
     )]
     pub max_time: f64,
     /// Kill a sample's workers past this time and record it as a timeout
+    /// (bounds a built-in workload's set-up and its measured run, each)
     #[arg(long, value_name = "TIME", value_parser = flags::seconds("--timeout"))]
     pub timeout: Option<f64>,
     /// Seed of the interleaved measurement order and the bootstrap
@@ -128,8 +129,18 @@ pub struct RunArgs {
     /// Print every point and its CPUs, run nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Finish an interrupted run without repeating committed samples
-    #[arg(long, value_name = "RUN")]
+    /// Finish an interrupted run without repeating committed samples (as
+    /// it was planned: flags that would change the plan are refused)
+    #[arg(
+        long,
+        value_name = "RUN",
+        conflicts_with_all = [
+            "workload", "params", "cmd", "metric", "metric_unit", "metric_better", "model",
+            "placement", "threads", "alloc", "spawn", "duration", "work", "warmup",
+            "min_samples", "max_samples", "precision", "max_time", "timeout", "seed",
+            "no_counters", "fsroot", "synthetic",
+        ]
+    )]
     pub resume: Option<i64>,
     /// Print one JSON object instead of tables (no progress bar)
     #[arg(long)]
@@ -206,6 +217,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             // The stored run names its allocators; find them here, once.
             let preloads =
                 Preloads::find(&spec.allocs).map_err(|e| usage(format!("--alloc: {e}")))?;
+            for (name, p) in spec
+                .allocs
+                .iter()
+                .filter_map(|n| Some((n, preloads.get(n)?)))
+            {
+                crate::flags::loadable(p).map_err(|e| usage(format!("--alloc {name}: {e}")))?;
+            }
             (store, id, spec, points, preloads)
         }
         None => {
@@ -233,9 +251,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             "smtlab: run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}",
             a.db.display()
         );
-        return Ok(130);
+        return Ok(smtlab_sys::interrupted_exit_code());
     }
-    Ok(0)
+    Ok(crate::exit::of_results(run_id, &reports))
 }
 
 /// A new run in its store: the store, the run id, and each point with its id.

@@ -2,7 +2,7 @@
 //! reported: verdicts on the terminal, the full report in a directory.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use smtlab_plan::allocator::{Allocator, Preloads};
@@ -191,6 +191,9 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         return print_plan(kind, &spec, &points, a.json);
     }
 
+    // The report is written after minutes of measuring: a directory that
+    // cannot be one is refused now, not then.
+    check_report_dir(a.out.as_deref())?;
     let quiet = a.json || !std::io::stderr().is_terminal();
     if !quiet {
         eprintln!("smtlab study {kind}: {}", kind.question());
@@ -207,7 +210,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             a.db.display(),
             a.db.display()
         );
-        return Ok(130);
+        return Ok(smtlab_sys::interrupted_exit_code());
     }
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id)?;
@@ -218,7 +221,40 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         render(kind, run_id, status, &reported)
     };
     output::print(&text)?;
-    Ok(0)
+    let summaries: Vec<_> = reported
+        .data
+        .points
+        .iter()
+        .map(|p| p.summary.clone())
+        .collect();
+    Ok(crate::exit::of_results(run_id, &summaries))
+}
+
+/// Make sure the report can be written where it will go: `-o DIR` (created
+/// now if missing) or the default `smtlab-reports/` (its run directory is
+/// named once the run has an id).
+fn check_report_dir(out: Option<&Path>) -> anyhow::Result<()> {
+    let (dir, flag) = match out {
+        Some(d) => (d.to_path_buf(), format!("-o {}", d.display())),
+        None => (
+            default_dir(0)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            "the report directory smtlab-reports".to_string(),
+        ),
+    };
+    let fail = |why: String| {
+        usage(format!("{flag}: {why}; give a directory the report can be written to (it is created if missing)"))
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(fail("not a directory".into()));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| fail(format!("cannot create it ({e})")))?;
+    let probe = dir.join(format!(".smtlab-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| fail(format!("cannot write in it ({e})")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// The terminal text of a finished study: results, study tables, verdicts,

@@ -33,6 +33,20 @@ pub fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Run smtlab, insist on exit code `code` (3: a point has no successful
+/// sample), and parse its stdout as JSON.
+pub fn json_exit(args: &[&str], code: i32) -> Value {
+    let out = smtlab().args(args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A usage error: exit 2, exactly one line on stderr naming `needle`, and
 /// never a panic.
 pub fn assert_usage_error(args: &[&str], needle: &str) {
