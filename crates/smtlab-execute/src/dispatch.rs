@@ -1,16 +1,17 @@
 //! One sample of a point, by the kind of its program: a built-in workload
-//! or a user command. Uses `builtin`, `command`, `context` and `outcome`.
+//! a user command, or programs co-running. Uses `builtin`, `command`, `context` and `outcome`.
 
 use smtlab_types::{Point, Program};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
-use crate::{builtin, command};
+use crate::{builtin, co_run, command};
 
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
     match &point.program {
         Program::Builtin { .. } => builtin::run(point, ctx, seq, warmup),
         Program::Command { .. } => command::run(point, ctx, seq, warmup),
+        Program::CoRun { .. } => co_run::run(point, ctx, seq, warmup),
     }
 }

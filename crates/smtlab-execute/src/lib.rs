@@ -5,6 +5,8 @@
 //!   (`smtlab __worker`) or forked, each running its share of the threads;
 //!   synchronized start; see [`worker`] for the process side and
 //!   [`protocol`] for the messages between the two.
+//! * `co_run.rs`: programs co-running on their own CPUs for one window
+//!   (the pairs study), each part sampled by `builtin` or `command`.
 //! * [`command`]: user commands (`--cmd`), one process per rank, started
 //!   together, pinned with `smtlab pin`'s preload library (thread model) or
 //!   confined to their CPUs (process model).
@@ -22,6 +24,7 @@
 
 mod assemble;
 pub mod builtin;
+mod co_run;
 pub mod command;
 mod context;
 mod dispatch;

@@ -155,13 +155,22 @@ fn mode_of(program: &Program, spec: &RunSpec) -> Result<Mode, PlanError> {
 }
 
 fn metric_of(program: &Program, spec: &RunSpec, mode: Mode) -> Metric {
-    match (program, &spec.metric, mode) {
-        (Program::Command { .. }, Some(m), _) => Metric {
+    match (program, &spec.metric) {
+        (Program::Command { .. }, Some(m)) => Metric {
             name: m.name.clone(),
             unit: m.unit.clone(),
             higher_is_better: m.higher_is_better,
         },
-        (Program::Builtin { workload, .. }, _, Mode::FixedTime { .. }) => {
+        _ => program_metric(program, mode),
+    }
+}
+
+/// The metric a program reports in `mode` without `--metric`: a fixed-time
+/// built-in its workload's throughput or latency, anything else its wall
+/// time (a co-run reports its first part's rate).
+pub fn program_metric(program: &Program, mode: Mode) -> Metric {
+    match (program, mode) {
+        (Program::Builtin { workload, .. }, Mode::FixedTime { .. }) => {
             match smtlab_workloads::builtin(workload).map(|w| w.info().time_metric) {
                 Some(TimeMetric::Latency { name, unit, .. }) => Metric {
                     name: name.into(),
@@ -180,6 +189,11 @@ fn metric_of(program: &Program, spec: &RunSpec, mode: Mode) -> Metric {
                 },
             }
         }
+        (Program::CoRun { .. }, _) => Metric {
+            name: "rate".into(),
+            unit: "1/s".into(),
+            higher_is_better: true,
+        },
         _ => Metric {
             name: "wall_time".into(),
             unit: "s".into(),

@@ -11,4 +11,4 @@
 pub mod allocator;
 mod expand;
 
-pub use expand::{expand, PlanError};
+pub use expand::{expand, program_metric, PlanError, MAX_PLANNED_WORKERS};

@@ -75,6 +75,7 @@ pub(crate) fn program_spec(p: &Program) -> String {
             s
         }
         Program::Command { template } => template.clone(),
+        Program::CoRun { .. } => p.label(),
     }
 }
 

@@ -23,6 +23,8 @@ impl Store {
                 None,
             ),
             Program::Command { template } => (None, None, Some(template.as_str())),
+            // The parts are in `point_json`; the columns name the co-run.
+            Program::CoRun { .. } => (None, None, None),
         };
         let (processes, threads) = p.model.shape(p.workers);
         let cpus_json = match &p.cpus {

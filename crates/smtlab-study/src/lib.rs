@@ -14,14 +14,16 @@
 //! their names is [`StudyKind::ALL`] (in `smtlab-types`).
 
 pub mod findings;
+pub mod pairs_matrix;
+pub mod pairs_plan;
 pub mod planning;
 pub mod report_run;
 mod shape;
 
 pub use findings::{findings, Findings};
 pub use planning::{
-    default_programs, ladder, oversub_ladder, plan, Sampling, SamplingRequest, StudyPlan,
-    StudyRequest, ALLOC_BENCHMARKS,
+    default_programs, ladder, oversub_ladder, plan, PairsRequest, Sampling, SamplingRequest,
+    StudyPlan, StudyPlanError, StudyRequest, ALLOC_BENCHMARKS, PAIRS_WINDOW_S,
 };
 pub use smtlab_types::study::{StudyKind, StudyMeta, UnknownStudy};
 

@@ -15,6 +15,7 @@ use smtlab_types::{
     MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind, StudyMeta,
 };
 
+use crate::pairs_plan::{plan_pairs, PairProgram, PairsPlanError, Share};
 use crate::shape::{shape, Shape};
 
 /// What the command line fixed for a study; `None` (or no programs) leaves
@@ -37,6 +38,35 @@ pub struct StudyRequest {
     pub sampling: SamplingRequest,
     pub seed: u64,
     pub counters: bool,
+    /// What only the pairs study takes.
+    pub pairs: PairsRequest,
+}
+
+/// The pairs study's own flags.
+#[derive(Debug, Clone, Default)]
+pub struct PairsRequest {
+    /// The name of each of `StudyRequest::programs` (`--cmd NAME=...`, or
+    /// the workload); empty: each program's label.
+    pub names: Vec<String>,
+    /// `--share`; `None`: the closest sharing the machine has.
+    pub share: Option<Share>,
+    /// `--at-once`; `None`: every slot of the machine.
+    pub at_once: Option<usize>,
+    /// `--window`; `None`: [`PAIRS_WINDOW_S`].
+    pub window_s: Option<f64>,
+}
+
+/// The co-running window of the pairs study, unless `--window`: long
+/// enough for a few samples of each default program.
+pub const PAIRS_WINDOW_S: f64 = 1.0;
+
+/// Why a study cannot be planned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StudyPlanError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Pairs(#[from] PairsPlanError),
 }
 
 /// The sampling flags as given; `None` takes the study's default
@@ -67,6 +97,17 @@ impl Sampling {
     /// cores, at most 7 samples to 3% within 6 s.
     pub fn defaults(kind: StudyKind) -> Sampling {
         let tour = kind == StudyKind::Tour;
+        if kind == StudyKind::Pairs {
+            // A sample is a whole window of co-running: a few of them give
+            // the matrix its intervals within minutes.
+            return Sampling {
+                warmup: 1,
+                min_samples: 3,
+                max_samples: 5,
+                precision: 0.03,
+                max_time_s: 30.0,
+            };
+        }
         Sampling {
             warmup: 1,
             min_samples: 5,
@@ -130,6 +171,17 @@ pub fn default_programs(kind: StudyKind) -> Vec<Program> {
         // Oversubscription shows best on a fixed problem whose threads
         // compete for PUs: parfib is the classic.
         StudyKind::Oversub => vec![p("parfib", &[("n", "41")])],
+        // Compute-bound and memory-bound programs, sized so one sample
+        // (set-up included) takes well under the 1 s window.
+        StudyKind::Pairs => vec![
+            p("parfib", &[("n", "34")]),
+            p(
+                "mandel",
+                &[("width", "256"), ("height", "256"), ("iters", "500")],
+            ),
+            p("stream", &[("size", "96MiB")]),
+            p("latency", &[("size", "64MiB")]),
+        ],
         StudyKind::Alloc => {
             let mut v = vec![p("jbb", &[])];
             v.extend(ALLOC_BENCHMARKS.iter().map(|w| p(w, &[])));
@@ -179,7 +231,14 @@ pub fn oversub_ladder(pus: usize) -> Vec<usize> {
 
 /// Plan a study on `topo`: the study sets programs, models, placements, N,
 /// allocators, mode and sampling wherever `req` leaves them open.
-pub fn plan(kind: StudyKind, topo: &Topology, req: StudyRequest) -> Result<StudyPlan, PlanError> {
+pub fn plan(
+    kind: StudyKind,
+    topo: &Topology,
+    req: StudyRequest,
+) -> Result<StudyPlan, StudyPlanError> {
+    if kind == StudyKind::Pairs {
+        return plan_pairs_study(topo, req);
+    }
     let sh = shape(topo);
     let programs = if req.programs.is_empty() {
         default_programs(kind)
@@ -240,6 +299,7 @@ pub fn plan(kind: StudyKind, topo: &Topology, req: StudyRequest) -> Result<Study
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
+        StudyKind::Pairs => unreachable!("the pairs study is planned by plan_pairs_study"),
     };
     let mut mode = req.mode;
     let allocators = match (kind, req.allocators) {
@@ -279,7 +339,7 @@ pub fn plan(kind: StudyKind, topo: &Topology, req: StudyRequest) -> Result<Study
         // `core` refuses more workers than cores; a user's --threads beyond
         // that is a mistake worth naming rather than a crash mid-plan.
         if let Some(&n) = threads.iter().find(|&&n| n > sh.cores) {
-            return Err(PlanError::MoreWorkersThanCores { n, cores: sh.cores });
+            return Err(PlanError::MoreWorkersThanCores { n, cores: sh.cores }.into());
         }
     }
     let sampling = Sampling::resolve(kind, &req.sampling);
@@ -316,6 +376,87 @@ pub fn plan(kind: StudyKind, topo: &Topology, req: StudyRequest) -> Result<Study
         spec,
         points,
         allocators,
+    })
+}
+
+/// The pairs study's plan: its programs (each with its mode: the one asked
+/// for, else the workload's own), the co-run waves, and a run
+/// specification holding them for `report` and `--resume`.
+fn plan_pairs_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let programs = if req.programs.is_empty() {
+        default_programs(StudyKind::Pairs)
+    } else {
+        req.programs.clone()
+    };
+    let mut spec = RunSpec {
+        programs: programs.clone(),
+        models: vec![Model::Thread],
+        placements: vec!["compact"
+            .parse()
+            .expect("a study's own placements are valid")],
+        threads: vec![1],
+        allocs: vec!["glibc".into()],
+        spawn: Spawn::Exec,
+        mode: req.mode,
+        metric: None,
+        warmup: 0,
+        min_samples: 1,
+        max_samples: 1,
+        precision: 0.02,
+        max_time_s: 1.0,
+        timeout_s: req.sampling.timeout_s,
+        seed: req.seed,
+        counters: req.counters,
+        study: None,
+    };
+    // Each program's own mode, as `run` would plan it alone.
+    let mut named = Vec::new();
+    for (i, program) in programs.iter().enumerate() {
+        spec.programs = vec![program.clone()];
+        let one = expand(topo, &spec)?;
+        let mode = one.first().map_or(Mode::FixedWork { work: 1 }, |p| p.mode);
+        named.push(PairProgram {
+            name: req
+                .pairs
+                .names
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| program.label()),
+            program: program.clone(),
+            mode,
+        });
+    }
+    let window_s = req.pairs.window_s.unwrap_or(PAIRS_WINDOW_S);
+    let pairs = plan_pairs(topo, &named, req.pairs.share, req.pairs.at_once, window_s)?;
+    let sampling = Sampling::resolve(StudyKind::Pairs, &req.sampling);
+    spec.programs = programs;
+    spec.warmup = sampling.warmup;
+    spec.min_samples = sampling.min_samples;
+    spec.max_samples = sampling.max_samples;
+    spec.precision = sampling.precision;
+    spec.max_time_s = sampling.max_time_s;
+    spec.study = Some(StudyMeta {
+        kind: StudyKind::Pairs,
+        limits: pairs.limits.clone(),
+        notes: pairs.notes.clone(),
+    });
+    if spec.min_samples == 0 {
+        return Err(PlanError::ZeroMinSamples.into());
+    }
+    if spec.max_samples < spec.min_samples {
+        return Err(PlanError::MaxBelowMin {
+            min: spec.min_samples,
+            max: spec.max_samples,
+        }
+        .into());
+    }
+    Ok(StudyPlan {
+        spec,
+        points: pairs.points,
+        allocators: vec![Allocator {
+            name: "glibc".to_string(),
+            preload: None,
+        }],
     })
 }
 

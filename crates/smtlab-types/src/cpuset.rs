@@ -156,7 +156,10 @@ impl CpuSet {
         while let Some(lo) = it.next() {
             let mut hi = lo;
             // `checked_add`: u32::MAX ends a range rather than overflowing.
-            while hi.checked_add(1).is_some_and(|next| it.peek() == Some(&next)) {
+            while hi
+                .checked_add(1)
+                .is_some_and(|next| it.peek() == Some(&next))
+            {
                 hi = it.next().expect("peeked");
             }
             out.push(if lo == hi {

@@ -28,7 +28,8 @@ pub mod table;
 
 pub use cpuset::{CpuSet, CpuSetError};
 pub use point::{
-    Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, MAX_WORKERS, VARIANT_PARAMS,
+    CoPart, Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, MAX_WORKERS,
+    VARIANT_PARAMS,
 };
 pub use policy::{Policy, PolicyError, PolicySpec};
 pub use run::{HostFacts, RunRecord, RunStatus, RunSummary};

@@ -150,7 +150,29 @@ pub enum Program {
     },
     /// A user command template with `{threads}` (or `{n}`), `{rank}`, `{cpus}` placeholders.
     Command { template: String },
+    /// Programs co-running for the same window, each on its own CPU (the
+    /// point's `cpus[k]` is part k's): the pairs study. Parts with the same
+    /// `slot` share a core (or a cache); a slot with one part measures its
+    /// program alone. Each part is a one-worker `Builtin` or `Command`.
+    CoRun { parts: Vec<CoPart> },
 }
+
+/// One program of a [`Program::CoRun`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoPart {
+    /// The program's name in the study (`-w` name or `--cmd NAME=...`).
+    pub name: String,
+    /// Which co-running group (a core's siblings, two cores of a cache) it
+    /// belongs to.
+    pub slot: usize,
+    pub program: Box<Program>,
+    /// How one of its samples runs (its own mode; the window is the point's).
+    pub mode: Mode,
+}
+
+/// A part's mode holds seconds that planning checked to be finite and
+/// positive (never NaN), so equality is an equivalence, as `Program` needs.
+impl Eq for CoPart {}
 
 impl Program {
     /// Short name for tables: the workload name or the command's first word.
@@ -173,6 +195,21 @@ impl Program {
                 .next()
                 .unwrap_or("cmd")
                 .to_string(),
+            // `parfib+stream | mandel`: the parts of each slot joined by `+`.
+            Program::CoRun { parts } => {
+                let mut slots: Vec<(usize, Vec<&str>)> = Vec::new();
+                for p in parts {
+                    match slots.iter_mut().find(|(s, _)| *s == p.slot) {
+                        Some((_, names)) => names.push(&p.name),
+                        None => slots.push((p.slot, vec![&p.name])),
+                    }
+                }
+                slots
+                    .iter()
+                    .map(|(_, n)| n.join("+"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            }
         }
     }
 }

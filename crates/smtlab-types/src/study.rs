@@ -26,12 +26,15 @@ pub enum StudyKind {
     Oversub,
     /// Allocators x models on jbb and the allocation benchmarks.
     Alloc,
+    /// Every pair of programs co-running on a core's siblings: the pair
+    /// matrix and the best, worst and random pairings.
+    Pairs,
 }
 
 impl StudyKind {
     /// Every study, the tour first: the one list the names, the parser,
     /// its error message and `smtlab study --help` are made from.
-    pub const ALL: [StudyKind; 7] = [
+    pub const ALL: [StudyKind; 8] = [
         StudyKind::Tour,
         StudyKind::Models,
         StudyKind::Smt,
@@ -39,6 +42,7 @@ impl StudyKind {
         StudyKind::Pinning,
         StudyKind::Oversub,
         StudyKind::Alloc,
+        StudyKind::Pairs,
     ];
 
     /// The studies a user names (all but the tour, which has no name on
@@ -56,6 +60,7 @@ impl StudyKind {
             StudyKind::Pinning => "pinning",
             StudyKind::Oversub => "oversub",
             StudyKind::Alloc => "alloc",
+            StudyKind::Pairs => "pairs",
         }
     }
 
@@ -71,6 +76,10 @@ impl StudyKind {
             StudyKind::Pinning => "N threads on one core's SMT siblings, or on N cores?",
             StudyKind::Oversub => "what do more software threads than PUs cost?",
             StudyKind::Alloc => "which memory allocator, for threads and for processes?",
+            StudyKind::Pairs => {
+                "which programs should share a core, and how much does the best pairing gain \
+                 over a random one?"
+            }
         }
     }
 
@@ -90,6 +99,11 @@ impl StudyKind {
             StudyKind::Alloc => {
                 "allocators (glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu, smtalloc: \
                  those installed) x thread/process model on jbb and the allocation benchmarks"
+            }
+            StudyKind::Pairs => {
+                "each program alone, then every pair co-running on a core's SMT siblings (else \
+                 two cores sharing a cache or package): the pair matrix, exact best and worst \
+                 pairings, 10 million random ones"
             }
         }
     }

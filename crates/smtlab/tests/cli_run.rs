@@ -626,7 +626,7 @@ fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
         (&["run", "-w", "spin", "--thread", "2"][..], "'--threads'"),
         (
             &["run", "-w", "spin", "--metric-better", "lower"][..],
-            "not provided: --cmd <TEMPLATE>",
+            "not provided: --metric <NAME=REGEX>",
         ),
         (
             &["run", "-w", "spin", "--metric", "x=(\\d+)"][..],

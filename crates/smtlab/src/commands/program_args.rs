@@ -19,7 +19,6 @@ pub struct ProgramArgs {
         short = 'w',
         long,
         value_name = "NAME",
-        conflicts_with = "cmd",
         value_delimiter = ',',
         value_parser = flags::workload
     )]
@@ -29,12 +28,13 @@ pub struct ProgramArgs {
     pub params: Vec<(String, String)>,
     /// Run this command instead of a built-in workload; placeholders:
     /// {threads} (threads of this process; short form: n in braces),
-    /// {rank}, {cpus} (its CPU list)
+    /// {rank}, {cpus} (its CPU list). `study pairs` takes several, each
+    /// named: --cmd NAME='TEMPLATE'
     #[arg(long, value_name = "TEMPLATE", value_parser = flags::cmd_template)]
-    pub cmd: Option<String>,
+    pub cmd: Vec<String>,
     /// Read the metric from a command's output: NAME=REGEX (first capture
     /// group, last match; summed over processes)
-    #[arg(long, value_name = "NAME=REGEX", requires = "cmd", value_parser = flags::metric)]
+    #[arg(long, value_name = "NAME=REGEX", value_parser = flags::metric)]
     pub metric: Option<MetricArg>,
     /// Unit of --metric, for tables
     #[arg(long, value_name = "UNIT", default_value = "", requires = "metric")]
@@ -58,8 +58,21 @@ impl ProgramArgs {
     /// flag that would be silently ignored. With `allow_none` (studies),
     /// giving neither -w nor --cmd leaves the programs to the study.
     pub fn programs(&self, allow_none: bool) -> anyhow::Result<(Vec<Program>, Option<MetricSpec>)> {
+        if !self.workload.is_empty() && !self.cmd.is_empty() {
+            return Err(usage(
+                "the argument '--workload <NAME>' cannot be used with '--cmd <TEMPLATE>' (only \
+                 `study pairs` measures both)",
+            ));
+        }
+        if self.cmd.len() > 1 {
+            return Err(usage(format!(
+                "--cmd given {} times: one command is measured (only `study pairs` takes \
+                 several, as --cmd NAME='TEMPLATE')",
+                self.cmd.len()
+            )));
+        }
         let params: BTreeMap<String, String> = self.params.iter().cloned().collect();
-        let programs = match (self.workload.is_empty(), &self.cmd) {
+        let programs = match (self.workload.is_empty(), self.cmd.first()) {
             (false, None) if self.metric.is_some() => {
                 return Err(usage(
                     "--metric applies to --cmd; a built-in workload reports its own metric \
@@ -122,10 +135,58 @@ impl ProgramArgs {
         Ok((programs, metric))
     }
 
+    /// The programs of `study pairs`, each with its name: the workloads
+    /// (named by the workload, parameters checked as for `programs`) and
+    /// the commands, each given as `NAME=TEMPLATE`.
+    pub fn pair_programs(&self) -> anyhow::Result<Vec<(String, Program)>> {
+        if self.metric.is_some() {
+            return Err(usage(
+                "--metric: study pairs compares rates: a command's rate is 1 / its wall time",
+            ));
+        }
+        let mut out = Vec::new();
+        if !self.workload.is_empty() {
+            let only = ProgramArgs {
+                cmd: Vec::new(),
+                ..self.clone()
+            };
+            let (programs, _) = only.programs(false)?;
+            for (w, p) in self.workload.iter().zip(programs) {
+                out.push((w.clone(), p));
+            }
+        } else if !self.params.is_empty() {
+            return Err(usage("--param applies to the workloads named with -w"));
+        }
+        for c in &self.cmd {
+            let named = c.split_once('=').filter(|(name, _)| {
+                !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
+            });
+            let Some((name, template)) = named else {
+                return Err(usage(format!(
+                    "--cmd {c}: study pairs names each command: --cmd NAME='TEMPLATE' (NAME of \
+                     letters, digits, _ . -)"
+                )));
+            };
+            if template.trim().is_empty() {
+                return Err(usage(format!("--cmd {name}=: empty command")));
+            }
+            out.push((
+                name.to_string(),
+                Program::Command {
+                    template: template.to_string(),
+                },
+            ));
+        }
+        Ok(out)
+    }
+
     /// `--duration`/`--work` as a mode; `None` leaves each workload its
     /// own. A `--cmd` runs to completion, so neither applies to it.
     pub fn mode(&self, duration_s: Option<f64>, work: Option<u64>) -> anyhow::Result<Option<Mode>> {
-        let is_cmd = self.cmd.is_some();
+        let is_cmd = !self.cmd.is_empty();
         match (duration_s, work) {
             (None, None) => Ok(None),
             (None, Some(work)) if !is_cmd => Ok(Some(Mode::FixedWork { work })),

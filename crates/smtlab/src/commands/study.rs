@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use smtlab_plan::allocator::{Allocator, Preloads};
 use smtlab_store::RunStatus;
+use smtlab_study::pairs_plan::{describe_wave, Share};
 use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
-use smtlab_study::{self as study, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest};
+use smtlab_study::{
+    self as study, PairsRequest, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest,
+};
 use smtlab_types::{Model, Point, RunSpec};
 
 use super::program_args::ProgramArgs;
@@ -48,12 +51,10 @@ pub struct StudyArgs {
     /// Fixed-work mode: this much work per sample
     #[arg(long, value_name = "OPS", value_parser = flags::work)]
     pub work: Option<u64>,
-    /// Warm-up samples per point
-    #[arg(long, value_name = "N", default_value_t = Sampling::defaults(StudyKind::Models).warmup)]
-    pub warmup: usize,
-    /// Measured samples per point, at least
-    #[arg(long, value_name = "N", default_value_t = Sampling::defaults(StudyKind::Models).min_samples)]
-    pub min_samples: usize,
+    #[arg(long, value_name = "N", help = default_help("Warm-up samples per point", |s| s.warmup.to_string()))]
+    pub warmup: Option<usize>,
+    #[arg(long, value_name = "N", help = default_help("Measured samples per point, at least", |s| s.min_samples.to_string()))]
+    pub min_samples: Option<usize>,
     #[arg(long, value_name = "N", help = default_help("Measured samples per point, at most", |s| s.max_samples.to_string()))]
     pub max_samples: Option<usize>,
     #[arg(
@@ -93,6 +94,19 @@ pub struct StudyArgs {
     /// Print one JSON object instead of text (no progress bar)
     #[arg(long)]
     pub json: bool,
+    /// pairs: what the two PUs of a pair share: smt (a core's siblings),
+    /// cache or package [default: the closest the machine has]
+    #[arg(long, value_name = "LEVEL", value_parser = flags::parsed::<Share>)]
+    pub share: Option<Share>,
+    /// pairs: co-runs at once, each on its own core [default: every core]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65535))]
+    pub at_once: Option<u32>,
+    /// pairs: how long the programs of a pair co-run per sample [default: 1s]
+    #[arg(long, value_name = "TIME", value_parser = flags::seconds("--window"))]
+    pub window: Option<f64>,
+    /// pairs: random pairings drawn for the distribution [default: 10000000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub trials: Option<u64>,
     #[command(flatten)]
     pub source: TopologySource,
 }
@@ -139,6 +153,7 @@ fn after_help() -> String {
   smtlab study models -w jbb
   smtlab study oversub -w parfib
   smtlab study pinning --synthetic 'core:8 pu:8' --dry-run
+  smtlab study pairs -w parfib,stream,latency,mandel --cmd 'gz=gzip -9 < big.tar > /dev/null'
   smtlab study smt --fsroot DUMP --dry-run   (DUMP: an extracted hwloc sysfs dump)",
     );
     s
@@ -162,17 +177,48 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         ));
     }
     let topo = a.source.load()?;
-    let (programs, metric) = a.program.programs(true)?;
+    if kind != StudyKind::Pairs
+        && (a.share.is_some() || a.at_once.is_some() || a.window.is_some() || a.trials.is_some())
+    {
+        return Err(usage(format!(
+            "--share, --at-once, --window and --trials apply to `study pairs`, not `study {kind}`"
+        )));
+    }
+    let (programs, metric, pairs) = if kind == StudyKind::Pairs {
+        let named = a.program.pair_programs()?;
+        let pairs = PairsRequest {
+            names: named.iter().map(|(n, _)| n.clone()).collect(),
+            share: a.share,
+            at_once: a.at_once.map(|n| n as usize),
+            window_s: a.window,
+        };
+        (named.into_iter().map(|(_, p)| p).collect(), None, pairs)
+    } else {
+        let (programs, metric) = a.program.programs(true)?;
+        (programs, metric, PairsRequest::default())
+    };
+    let mode = if kind == StudyKind::Pairs {
+        // Built-in workloads take --duration/--work; commands run to
+        // completion whatever they are.
+        let builtins = ProgramArgs {
+            cmd: Vec::new(),
+            ..a.program.clone()
+        };
+        builtins.mode(a.duration, a.work)?
+    } else {
+        a.program.mode(a.duration, a.work)?
+    };
     let req = StudyRequest {
+        pairs,
         programs,
         metric,
         models: a.model.clone(),
         threads: a.threads.as_ref().map(|w| w.0.clone()),
         allocators: a.alloc.clone(),
-        mode: a.program.mode(a.duration, a.work)?,
+        mode,
         sampling: SamplingRequest {
-            warmup: Some(a.warmup),
-            min_samples: Some(a.min_samples),
+            warmup: a.warmup,
+            min_samples: a.min_samples,
             max_samples: a.max_samples,
             precision: a.precision,
             max_time_s: a.max_time,
@@ -228,6 +274,42 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         .map(|p| p.summary.clone())
         .collect();
     Ok(crate::exit::of_results(run_id, &summaries))
+}
+
+/// The pairs study's plan: each wave's co-runs on their PUs, and how long
+/// the measurement takes.
+fn pairs_plan_text(spec: &RunSpec, points: &[Point]) -> String {
+    let mut s = String::new();
+    let runs: usize = points.iter().map(|p| describe_wave(p).len()).sum();
+    s.push_str(&format!(
+        "{} co-runs in {} wave(s); the programs of a wave run at once:\n",
+        runs,
+        points.len()
+    ));
+    for p in points {
+        s.push_str(&format!(
+            "wave {:>3}: {}\n",
+            p.index,
+            describe_wave(p).join("; ")
+        ));
+    }
+    let window = match points.first().map(|p| p.mode) {
+        Some(smtlab_types::Mode::FixedTime { seconds }) => seconds,
+        _ => 0.0,
+    };
+    let per_point = |n: usize| (spec.warmup + n) as f64 * window * points.len() as f64;
+    s.push_str(&format!(
+        "time: {:.0} to {:.0} s of co-running ({} wave(s) x ({} warm-up + {} to {} samples) x {} s \
+         window), plus each program's set-up\n",
+        per_point(spec.min_samples),
+        per_point(spec.max_samples),
+        points.len(),
+        spec.warmup,
+        spec.min_samples,
+        spec.max_samples,
+        window
+    ));
+    s
 }
 
 /// Make sure the report can be written where it will go: `-o DIR` (created
@@ -286,7 +368,11 @@ fn print_plan(
         }))? + "\n"
     } else {
         let mut s = format!("smtlab study {kind}: {}\n", kind.question());
-        s.push_str(&results::render_plan(points));
+        if kind == StudyKind::Pairs {
+            s.push_str(&pairs_plan_text(spec, points));
+        } else {
+            s.push_str(&results::render_plan(points));
+        }
         if let Some(m) = meta {
             for l in &m.limits {
                 s.push_str(&format!("limit: {l}\n"));

@@ -1,0 +1,258 @@
+//! The pair matrix of a measured pairs study: from each wave's samples
+//! (`rate.K` of every part), each program's rate alone and with each
+//! partner, and the weighted speedup
+//! `WS(i,j) = rate_i(with j) / rate_i(alone) + rate_j(with i) / rate_j(alone)`
+//! with a 95% percentile-bootstrap interval.
+//!
+//! Rates are medians over a point's successful measured samples. The
+//! interval resamples each co-run's samples jointly (the two rates of one
+//! sample were measured together) and each alone measurement
+//! independently, [`smtlab_stats::BOOTSTRAP_RESAMPLES`] times, seeded.
+
+use std::collections::BTreeMap;
+
+use smtlab_stats::{median, percentile, rng_for_domain, uniform_below, BOOTSTRAP_RESAMPLES};
+use smtlab_types::{Point, Program, Sample, SampleStatus};
+
+/// What the samples give: names in plan order, WS and its interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredMatrix {
+    pub names: Vec<String>,
+    /// `None` where a rate is missing (every sample of that co-run failed).
+    pub ws: Vec<Vec<Option<f64>>>,
+    pub ci: Vec<Vec<Option<(f64, f64)>>>,
+    /// Each program's median rate alone (`None`: no successful sample).
+    pub alone: Vec<Option<f64>>,
+}
+
+impl MeasuredMatrix {
+    /// The cells without a value, as `a+b` names.
+    pub fn missing(&self) -> Vec<String> {
+        let n = self.names.len();
+        let mut out = Vec::new();
+        for i in 0..n {
+            for j in i..n {
+                if self.ws[i][j].is_none() {
+                    out.push(format!("{}+{}", self.names[i], self.names[j]));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Build the matrix from a pairs study's points and their samples.
+pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredMatrix {
+    let mut names: Vec<String> = Vec::new();
+    let mut alone: Vec<Vec<f64>> = Vec::new();
+    // (i, j) with i <= j: per sample (rate of i, rate of j).
+    let mut pairs: BTreeMap<(usize, usize), Vec<(f64, f64)>> = BTreeMap::new();
+    let index_of = |name: &str, names: &mut Vec<String>, alone: &mut Vec<Vec<f64>>| {
+        names.iter().position(|n| n == name).unwrap_or_else(|| {
+            names.push(name.to_string());
+            alone.push(Vec::new());
+            names.len() - 1
+        })
+    };
+    for (point, point_samples) in samples {
+        let Program::CoRun { parts } = &point.program else {
+            continue;
+        };
+        let ids: Vec<usize> = parts
+            .iter()
+            .map(|p| index_of(&p.name, &mut names, &mut alone))
+            .collect();
+        let slots: Vec<usize> = {
+            let mut s: Vec<usize> = parts.iter().map(|p| p.slot).collect();
+            s.dedup();
+            s
+        };
+        for s in point_samples
+            .iter()
+            .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+        {
+            for &slot in &slots {
+                let ks: Vec<usize> = (0..parts.len())
+                    .filter(|&k| parts[k].slot == slot)
+                    .collect();
+                let rate = |k: usize| s.extras.get(&format!("rate.{k}")).copied();
+                match ks.as_slice() {
+                    [k] => {
+                        if let Some(r) = rate(*k) {
+                            alone[ids[*k]].push(r);
+                        }
+                    }
+                    [k1, k2] => {
+                        if let (Some(r1), Some(r2)) = (rate(*k1), rate(*k2)) {
+                            let (a, b) = (ids[*k1], ids[*k2]);
+                            let (key, pair) = if a <= b {
+                                ((a, b), (r1, r2))
+                            } else {
+                                ((b, a), (r2, r1))
+                            };
+                            pairs.entry(key).or_default().push(pair);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let n = names.len();
+    let mut ws = vec![vec![None; n]; n];
+    let mut ci = vec![vec![None; n]; n];
+    let med = |v: &[f64]| (!v.is_empty()).then(|| median(v));
+    let alone_med: Vec<Option<f64>> = alone.iter().map(|v| med(v)).collect();
+    let mut rng = rng_for_domain(seed, b"pairs\0\0\0", 0);
+    for (&(i, j), pair) in &pairs {
+        let (Some(ai), Some(aj)) = (alone_med[i], alone_med[j]) else {
+            continue;
+        };
+        if ai <= 0.0 || aj <= 0.0 {
+            continue;
+        }
+        let ri: Vec<f64> = pair.iter().map(|p| p.0).collect();
+        let rj: Vec<f64> = pair.iter().map(|p| p.1).collect();
+        let value = median(&ri) / ai + median(&rj) / aj;
+        ws[i][j] = Some(value);
+        ws[j][i] = Some(value);
+        // Too few samples for an interval: the value alone.
+        if pair.len() < 3 || alone[i].len() < 3 || alone[j].len() < 3 {
+            continue;
+        }
+        let mut draws: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+            .map(|_| {
+                let pick = |len: usize, rng: &mut _| uniform_below(rng, len);
+                let mut bi = Vec::with_capacity(pair.len());
+                let mut bj = Vec::with_capacity(pair.len());
+                for _ in 0..pair.len() {
+                    let k = pick(pair.len(), &mut rng);
+                    bi.push(pair[k].0);
+                    bj.push(pair[k].1);
+                }
+                let resample = |v: &[f64], rng: &mut _| {
+                    let r: Vec<f64> = (0..v.len()).map(|_| v[pick(v.len(), rng)]).collect();
+                    median(&r)
+                };
+                let (mi, mj) = (resample(&alone[i], &mut rng), resample(&alone[j], &mut rng));
+                median(&bi) / mi + median(&bj) / mj
+            })
+            .collect();
+        draws.sort_by(f64::total_cmp);
+        let c = (percentile(&draws, 0.025), percentile(&draws, 0.975));
+        ci[i][j] = Some(c);
+        ci[j][i] = Some(c);
+    }
+    MeasuredMatrix {
+        names,
+        ws,
+        ci,
+        alone: alone_med,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_types::{CoPart, Metric, Mode, Model, ResourceUsage, Spawn};
+
+    fn part(name: &str, slot: usize) -> CoPart {
+        CoPart {
+            name: name.into(),
+            slot,
+            program: Box::new(Program::Builtin {
+                workload: "spin".into(),
+                params: Default::default(),
+            }),
+            mode: Mode::FixedTime { seconds: 0.1 },
+        }
+    }
+
+    fn point(index: usize, parts: Vec<CoPart>) -> Point {
+        Point {
+            index,
+            workers: parts.len(),
+            cpus: Some((0..parts.len() as u32).collect()),
+            program: Program::CoRun { parts },
+            model: Model::Thread,
+            spawn: Spawn::Exec,
+            placement: "pairs:cache".into(),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "rate".into(),
+                unit: "1/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    fn sample(seq: usize, rates: &[f64]) -> Sample {
+        Sample {
+            seq,
+            warmup: false,
+            status: SampleStatus::Ok,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 1.0,
+            ops: None,
+            metric: rates.first().copied(),
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: rates
+                .iter()
+                .enumerate()
+                .map(|(k, r)| (format!("rate.{k}"), *r))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn weighted_speedup_is_the_sum_of_each_programs_relative_rate() {
+        // a alone 100, b alone 50; together a 80, b 30: WS = 0.8 + 0.6.
+        let a_alone = point(0, vec![part("a", 0)]);
+        let b_alone = point(1, vec![part("b", 0)]);
+        let ab = point(2, vec![part("a", 0), part("b", 0)]);
+        let aa = point(3, vec![part("a", 0), part("a", 0)]);
+        let five = |r: &[f64]| (0..5).map(|s| sample(s, r)).collect::<Vec<_>>();
+        let m = measured_matrix(
+            &[
+                (a_alone, five(&[100.0])),
+                (b_alone, five(&[50.0])),
+                (ab, five(&[80.0, 30.0])),
+                (aa, five(&[60.0, 60.0])),
+            ],
+            1,
+        );
+        assert_eq!(m.names, ["a", "b"]);
+        assert!((m.ws[0][1].unwrap() - 1.4).abs() < 1e-12);
+        assert_eq!(m.ws[0][1], m.ws[1][0]);
+        assert!((m.ws[0][0].unwrap() - 1.2).abs() < 1e-12);
+        assert_eq!(m.ws[1][1], None);
+        assert_eq!(m.missing(), ["b+b"]);
+        // Identical samples: the interval is the value.
+        let (lo, hi) = m.ci[0][1].unwrap();
+        assert!((lo - 1.4).abs() < 1e-12 && (hi - 1.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_wave_of_several_slots_yields_each_co_run() {
+        // One wave: a alone in slot 0, b+c in slot 1; then b, c alone.
+        let wave = point(0, vec![part("a", 0), part("b", 1), part("c", 1)]);
+        let rest = point(1, vec![part("b", 0), part("c", 1)]);
+        let m = measured_matrix(
+            &[
+                (wave, vec![sample(0, &[10.0, 4.0, 6.0])]),
+                (rest, vec![sample(0, &[8.0, 12.0])]),
+            ],
+            1,
+        );
+        assert_eq!(m.names, ["a", "b", "c"]);
+        assert_eq!(m.alone, [Some(10.0), Some(8.0), Some(12.0)]);
+        assert!((m.ws[1][2].unwrap() - (0.5 + 0.5)).abs() < 1e-12);
+        // One sample: no interval.
+        assert_eq!(m.ci[1][2], None);
+    }
+}
