@@ -37,6 +37,10 @@ pub(crate) struct TreeNode {
 #[derive(Debug, Clone)]
 pub(crate) struct Tree {
     pub nodes: Vec<TreeNode>,
+    /// Each node's parent (the machine is its own).
+    parent: Vec<usize>,
+    /// The deepest node holding each PU.
+    owner: HashMap<u32, usize>,
 }
 
 fn cache_rank(level: u8, t: CacheType) -> u32 {
@@ -66,16 +70,24 @@ impl Tree {
             cpus: all,
             children: Vec::new(),
         }];
+        // Objects come largest first, so an object's parent is the deepest
+        // one inserted so far that contains it. `owner[cpu]` is the deepest
+        // node holding that PU: the parent is found from the object's first
+        // PU, walking up (`parent`) past a node that does not hold all of it
+        // (objects that overlap without nesting). Linear in the PUs of all
+        // objects, where searching each node's children was quadratic (55 s
+        // for `core:65536`).
+        let mut owner: HashMap<u32, usize> = HashMap::new();
+        let mut parent: Vec<usize> = vec![0];
         for (what, rank, cpus) in objects {
-            let mut at = 0;
-            'descend: loop {
-                for &c in &nodes[at].children {
-                    if cpus.is_subset(&nodes[c].cpus) {
-                        at = c;
-                        continue 'descend;
-                    }
-                }
-                break;
+            let first = cpus.first().expect("empty objects were dropped");
+            let mut at = owner.get(&first).copied().unwrap_or(0);
+            while at != 0 && !cpus.is_subset(&nodes[at].cpus) {
+                at = parent[at];
+            }
+            let id = nodes.len();
+            for c in cpus.iter() {
+                owner.insert(c, id);
             }
             nodes.push(TreeNode {
                 what,
@@ -83,7 +95,7 @@ impl Tree {
                 cpus,
                 children: Vec::new(),
             });
-            let id = nodes.len() - 1;
+            parent.push(at);
             nodes[at].children.push(id);
         }
         let keys: Vec<(Option<u32>, u32)> =
@@ -91,7 +103,11 @@ impl Tree {
         for n in &mut nodes {
             n.children.sort_by_key(|&c| keys[c]);
         }
-        Tree { nodes }
+        Tree {
+            nodes,
+            parent,
+            owner,
+        }
     }
 
     /// Depth-first order of node indexes, root first.
@@ -135,25 +151,28 @@ impl Tree {
     /// on AMD parts with two nodes per package), else the deepest object
     /// containing them; the machine for an empty set.
     pub fn attach_point(&self, cpus: &CpuSet) -> usize {
-        let mut at = 0;
-        if cpus.is_empty() {
-            return at;
+        let Some(first) = cpus.first() else {
+            return 0;
+        };
+        // The deepest node holding them all: up from the one holding the
+        // first PU (a walk, where descending through every child of every
+        // level was quadratic: 1024 NUMA nodes over 65536 cores).
+        let mut at = self.owner.get(&first).copied().unwrap_or(0);
+        while at != 0 && !cpus.is_subset(&self.nodes[at].cpus) {
+            at = self.parent[at];
         }
-        'descend: loop {
-            for &c in &self.nodes[at].children {
-                if matches!(self.nodes[c].what, What::Pu(_)) {
-                    continue;
-                }
-                if cpus.is_subset(&self.nodes[c].cpus) {
-                    if self.nodes[c].cpus == *cpus {
-                        return c;
-                    }
-                    at = c;
-                    continue 'descend;
-                }
+        if at != 0 && self.nodes[at].cpus == *cpus {
+            // The outermost object below the machine with exactly them.
+            while self.parent[at] != 0 && self.nodes[self.parent[at]].cpus == *cpus {
+                at = self.parent[at];
             }
             return at;
         }
+        // Else the deepest container that is not a PU.
+        while matches!(self.nodes[at].what, What::Pu(_)) {
+            at = self.parent[at];
+        }
+        at
     }
 }
 
@@ -242,21 +261,35 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
     let mut core_fallback = false;
     let core_id_of: HashMap<u32, Option<i64>> =
         raw.pus.iter().map(|p| (p.os_index, p.core_id)).collect();
+    // Per distinct sibling list (PUs of one core share it): its online part
+    // and the core ids its PUs give, computed once rather than per PU.
+    let mut sibling_facts: HashMap<&CpuSet, (CpuSet, BTreeSet<i64>)> = HashMap::new();
+    for s in raw
+        .pus
+        .iter()
+        .filter(|p| p.online)
+        .filter_map(|p| p.core_cpus.as_ref())
+    {
+        sibling_facts.entry(s).or_insert_with(|| {
+            let on = s.intersection(&online);
+            let ids = on
+                .iter()
+                .filter_map(|o| core_id_of.get(&o).copied().flatten())
+                .collect();
+            (on, ids)
+        });
+    }
     for pu in raw.pus.iter().filter(|p| p.online) {
         // AMD compute units (Bulldozer) list both cores of a module as
         // "thread siblings" but give them different core ids: like hwloc,
         // trust the ids and make one core per PU.
-        let compute_unit = pu.core_cpus.as_ref().is_some_and(|s| {
-            s.iter().any(|o| {
-                o != pu.os_index
-                    && online.contains(o)
-                    && core_id_of.get(&o).copied().flatten().is_some()
-                    && core_id_of[&o] != pu.core_id
-            })
-        });
+        let facts = pu.core_cpus.as_ref().map(|s| &sibling_facts[s]);
+        let compute_unit = facts.is_some_and(|(_, ids)| ids.iter().any(|i| Some(*i) != pu.core_id));
         let key = match (&pu.core_cpus, pu.core_id) {
             _ if compute_unit => CoreKey::Alone(pu.os_index),
-            (Some(s), _) if s.contains(pu.os_index) => CoreKey::Siblings(s.intersection(&online)),
+            (Some(s), _) if s.contains(pu.os_index) => {
+                CoreKey::Siblings(facts.expect("listed").0.clone())
+            }
             (_, Some(id)) if id >= 0 => CoreKey::Id(pu.die_id, id),
             _ => {
                 core_fallback = true;
@@ -348,7 +381,12 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             cpus: pkg_list[i].1.clone(),
         })
         .collect();
-    let package_of_cpu = |cpu: u32| packages.iter().position(|p| p.cpus.contains(cpu));
+    let package_at: HashMap<u32, usize> = packages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.cpus.iter().map(move |c| (c, i)))
+        .collect();
+    let package_of_cpu = |cpu: u32| package_at.get(&cpu).copied();
     let dies_out: Vec<Die> = die_order
         .iter()
         .enumerate()
@@ -445,6 +483,21 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         })
         .collect();
 
+    // Which object holds each PU, by index: one pass over each list, where
+    // a search per PU was quadratic.
+    let index_of = |sets: Vec<&CpuSet>| {
+        let mut m: HashMap<u32, usize> = HashMap::new();
+        for (i, set) in sets.into_iter().enumerate() {
+            for c in set.iter() {
+                m.entry(c).or_insert(i);
+            }
+        }
+        m
+    };
+    let core_at = index_of(cores_out.iter().map(|c| &c.cpus).collect());
+    let die_at = index_of(dies_out.iter().map(|d| &d.cpus).collect());
+    let numa_at = index_of(numa_nodes.iter().map(|n| &n.cpus).collect());
+    let kind_at = index_of(cpu_kinds.iter().map(|k| &k.cpus).collect());
     let pus: Vec<Pu> = raw
         .pus
         .iter()
@@ -452,9 +505,9 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             let os = p.os_index;
             let (core, package, die) = if p.online {
                 (
-                    cores_out.iter().position(|c| c.cpus.contains(os)),
+                    core_at.get(&os).copied(),
                     package_of_cpu(os),
-                    dies_out.iter().position(|d| d.cpus.contains(os)),
+                    die_at.get(&os).copied(),
                 )
             } else {
                 (None, None, None)
@@ -467,8 +520,8 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
                 die,
                 // x86 kernels without clusters print 65535 (a u16 -1).
                 cluster: p.cluster_id.filter(|c| *c >= 0 && *c != 0xffff),
-                numa: numa_nodes.iter().position(|n| n.cpus.contains(os)),
-                kind: cpu_kinds.iter().position(|k| k.cpus.contains(os)),
+                numa: numa_at.get(&os).copied(),
+                kind: kind_at.get(&os).copied(),
                 online: p.online,
                 allowed: p.online && p.allowed,
             }

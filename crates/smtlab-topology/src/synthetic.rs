@@ -14,7 +14,6 @@
 use crate::assemble::assemble;
 use crate::machine::Topology;
 use crate::raw::{CacheType, RawCache, RawNode, RawPu, RawTopology, Source};
-use smtlab_types::cpuset::CpuSet;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("--synthetic \"{spec}\": {reason}")]
@@ -39,6 +38,11 @@ const VALID: &str = "valid levels are package, numa, l3, l2, l1, core, pu \
 
 /// Upper bound on PUs, matching [`smtlab_types::cpuset::MAX_CPU`].
 const MAX_PUS: u64 = smtlab_types::cpuset::MAX_CPU as u64 + 1;
+
+/// Upper bound on NUMA nodes: Linux's own (`MAX_NUMNODES` at its largest,
+/// 1024). The distance matrix is nodes x nodes, so 65536 nodes would need
+/// 17 GB.
+const MAX_NUMA_NODES: u64 = 1024;
 
 fn parse_level(name: &str) -> Option<Level> {
     Some(match name.to_ascii_lowercase().as_str() {
@@ -172,6 +176,14 @@ fn parse_spec(spec: &str) -> Result<Vec<Spec>, SyntheticError> {
         .try_fold(1u64, |acc, s| acc.checked_mul(s.count))
         .filter(|t| *t <= MAX_PUS)
         .ok_or_else(|| err(format!("more than {MAX_PUS} PUs")))?;
+    if let Some(i) = out.iter().position(|s| s.level == Level::Numa) {
+        let nodes: u64 = out[..=i].iter().map(|s| s.count).product();
+        if nodes > MAX_NUMA_NODES {
+            return Err(err(format!(
+                "{nodes} NUMA nodes; at most {MAX_NUMA_NODES} (Linux's limit)"
+            )));
+        }
+    }
     Ok(out)
 }
 
@@ -182,11 +194,7 @@ pub fn parse(spec: &str) -> Result<Topology, SyntheticError> {
     // PUs under one object of each level: the product of the counts below it.
     let span = |i: usize| -> u64 { levels[i + 1..].iter().map(|s| s.count).product() };
     let find = |l: Level| levels.iter().position(|s| s.level == l);
-    let group = |i: usize, pu: u64| -> (u64, CpuSet) {
-        let w = span(i);
-        let g = pu / w;
-        (g, ((g * w) as u32..((g + 1) * w) as u32).collect())
-    };
+    let group = |i: usize, pu: u64| -> u64 { pu / span(i) };
 
     let mut raw = RawTopology {
         source: Source::Synthetic {
@@ -197,10 +205,10 @@ pub fn parse(spec: &str) -> Result<Topology, SyntheticError> {
     let core_level = find(Level::Core).expect("core level");
     let pkg_level = find(Level::Package);
     for pu in 0..total {
-        let (core_global, core_cpus) = group(core_level, pu);
+        let core_global = group(core_level, pu);
         let (pkg, core_id) = match pkg_level {
             Some(p) => {
-                let (pkg, _) = group(p, pu);
+                let pkg = group(p, pu);
                 let cores_per_pkg = span(p) / span(core_level);
                 (pkg as i64, (core_global % cores_per_pkg) as i64)
             }
@@ -215,7 +223,10 @@ pub fn parse(spec: &str) -> Result<Topology, SyntheticError> {
             die_id: None,
             cluster_id: None,
             core_id: Some(core_id),
-            core_cpus: Some(core_cpus),
+            // The core id (unique in its package) groups the PUs; a sibling
+            // list per PU would take PUs x PUs-per-core memory (7 GB for
+            // `core:1 pu:32768`).
+            core_cpus: None,
         });
     }
     for (i, s) in levels.iter().enumerate() {
@@ -320,5 +331,26 @@ mod tests {
         assert!(parse("").is_err());
         assert!(parse("core:70000 pu:2").is_err());
         assert!(parse("l3:1(size=lots) core:2").is_err());
+    }
+
+    #[test]
+    fn the_largest_machines_build_small_and_beyond_them_one_line_names_the_limit() {
+        // At the PU limit, with every PU in one core and with one core per
+        // PU: both once took gigabytes or a minute (a sibling list per PU,
+        // and a tree built by searching every node's children).
+        for spec in [
+            "core:1 pu:65536",
+            "core:65536",
+            "package:64 numa:16 core:64 pu:1",
+        ] {
+            let t = parse(spec).unwrap();
+            assert_eq!(t.pus.len(), 65536, "{spec}");
+        }
+        assert_eq!(parse("core:1 pu:65536").unwrap().cores.len(), 1);
+        let e = parse("core:1 pu:65537").unwrap_err().to_string();
+        assert!(e.contains("more than 65536 PUs"), "{e}");
+        let e = parse("numa:2048").unwrap_err().to_string();
+        assert!(e.contains("2048 NUMA nodes; at most 1024"), "{e}");
+        assert_eq!(e.lines().count(), 1);
     }
 }

@@ -67,6 +67,27 @@ fn read_i64(p: &Path) -> Option<i64> {
     read_string(p)?.parse().ok()
 }
 
+/// `core_id`: a core number, 0 to `u32::MAX` as the kernel prints it
+/// (hwloc reads it as unsigned); anything else (text, negative, larger) is
+/// no id.
+fn read_core_id(topology: &Path) -> Option<i64> {
+    read_string(&topology.join("core_id"))?
+        .parse::<u32>()
+        .ok()
+        .map(i64::from)
+}
+
+/// What a file holds, for a note: `missing`, or its text (shortened).
+fn what_is_there(dir: &Path, files: &[&str]) -> String {
+    match files.iter().find_map(|f| read_string(&dir.join(f))) {
+        None => "missing".to_string(),
+        Some(text) => {
+            let short: String = text.chars().take(24).collect();
+            format!("`{short}`")
+        }
+    }
+}
+
 fn read_list(p: &Path) -> Option<CpuSet> {
     CpuSet::parse_list(&read_string(p)?).ok()
 }
@@ -133,6 +154,8 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
     raw.cpuset_source = cpuset.source.clone();
 
     let mut missing_topology = Vec::new();
+    let mut bad_core_id: Vec<(u32, String)> = Vec::new();
+    let mut bad_siblings: Vec<(u32, String)> = Vec::new();
     let mut any_cache = false;
     for (os, dir) in &cpus {
         let online = match &global_online {
@@ -155,13 +178,28 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
             ),
             die_id: read_i64(&t.join("die_id")),
             cluster_id: read_i64(&t.join("cluster_id")),
-            core_id: read_i64(&t.join("core_id")),
+            core_id: read_core_id(&t),
             core_cpus: read_set(
                 &t,
                 &["core_cpus", "thread_siblings"],
                 &["core_cpus_list", "thread_siblings_list"],
             ),
         };
+        if online && t.is_dir() {
+            if pu.core_id.is_none() {
+                bad_core_id.push((*os, what_is_there(&t, &["core_id"])));
+            }
+            match &pu.core_cpus {
+                None => bad_siblings.push((
+                    *os,
+                    what_is_there(&t, &["thread_siblings_list", "thread_siblings"]),
+                )),
+                Some(set) if !set.contains(*os) => {
+                    bad_siblings.push((*os, format!("`{}` without the CPU itself", set.to_list())))
+                }
+                Some(_) => {}
+            }
+        }
         if online {
             for (_, idx) in numbered_entries(&dir.join("cache"), "index") {
                 if let Some(c) = read_cache(&idx, *os, pu.core_cpus.as_ref()) {
@@ -177,6 +215,25 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
             "no topology/ directory for online CPUs {}: each is taken as a core of its own",
             missing_topology.iter().copied().collect::<CpuSet>()
         ));
+    }
+    // Like a missing package id: a core id or sibling list the kernel did
+    // not give (or gave as garbage) may split a core into several, so the
+    // user is told which CPUs and what was read.
+    for (file, bad) in [
+        ("core_id", &bad_core_id),
+        ("thread_siblings", &bad_siblings),
+    ] {
+        if !bad.is_empty() {
+            let cpus: CpuSet = bad.iter().map(|(c, _)| *c).collect();
+            let mut seen: Vec<&str> = bad.iter().map(|(_, w)| w.as_str()).collect();
+            seen.dedup();
+            seen.truncate(3);
+            raw.notes.push(format!(
+                "topology/{file} of CPUs {cpus} is missing or not valid ({}): their cores were \
+                 inferred from the other files, and may be split or merged",
+                seen.join(", ")
+            ));
+        }
     }
     if !any_cache {
         raw.notes
@@ -421,17 +478,27 @@ fn read_cpuset(root: &Path) -> CpusetFacts {
             source: Some(src),
         })
     };
-    if let Some(path) = &v1_path {
+    // The set's name: /proc/self/cgroup's cpuset line, or on kernels
+    // without that file /proc/self/cpuset (as hwloc falls back).
+    let self_cpuset = read_string(&root.join("proc/self/cpuset"));
+    let v1_name = v1_path.clone().or_else(|| self_cpuset.clone());
+    if let Some(path) = &v1_name {
         if let Some(m) = mounts
             .iter()
             .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "cpuset"))
         {
-            if let Some(f) = lookup(
-                m,
-                path,
-                &["cpuset.effective_cpus", "cpuset.cpus"],
-                &["cpuset.effective_mems", "cpuset.mems"],
-            ) {
+            // Mounted with `noprefix`, the controller's files are `cpus` and
+            // `mems`, without their `cpuset.` prefix.
+            let noprefix = m.options.split(',').any(|o| o == "noprefix");
+            let (cpus, mems): (&[&str], &[&str]) = if noprefix {
+                (&["effective_cpus", "cpus"], &["effective_mems", "mems"])
+            } else {
+                (
+                    &["cpuset.effective_cpus", "cpuset.cpus"],
+                    &["cpuset.effective_mems", "cpuset.mems"],
+                )
+            };
+            if let Some(f) = lookup(m, path, cpus, mems) {
                 return f;
             }
         }
@@ -449,7 +516,7 @@ fn read_cpuset(root: &Path) -> CpusetFacts {
         }
     }
     // The old cpuset filesystem: /proc/self/cpuset names the set.
-    if let Some(path) = read_string(&root.join("proc/self/cpuset")) {
+    if let Some(path) = self_cpuset {
         if let Some(m) = mounts.iter().find(|m| m.fstype == "cpuset") {
             if let Some(f) = lookup(m, &path, &["cpus", "cpuset.cpus"], &["mems", "cpuset.mems"]) {
                 return f;
@@ -570,6 +637,78 @@ mod tests {
         );
         put(root, "sys/fs/cgroup/app.slice/cpuset.mems.effective", "2\n");
         fs::create_dir_all(root.join("sys/fs/cgroup/app.slice/job.scope")).unwrap();
+    }
+
+    /// Two cores of two PUs (0+1, 2+3), every file right, then `edit`.
+    fn two_cores(root: &Path, edit: impl Fn(&Path)) {
+        let cpu = "sys/devices/system/cpu";
+        for os in 0..4u32 {
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/physical_package_id"),
+                "0\n",
+            );
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/core_id"),
+                &format!("{}\n", os / 2),
+            );
+            let sibs = if os < 2 { "0-1" } else { "2-3" };
+            put(
+                root,
+                &format!("{cpu}/cpu{os}/topology/thread_siblings_list"),
+                sibs,
+            );
+        }
+        put(root, &format!("{cpu}/online"), "0-3\n");
+        edit(root);
+    }
+
+    #[test]
+    fn a_bad_core_id_or_sibling_list_is_said_in_a_note() {
+        let cpu1 = "sys/devices/system/cpu/cpu1/topology";
+        let notes = |edit: &dyn Fn(&Path)| {
+            let dir = tempfile::tempdir().unwrap();
+            two_cores(dir.path(), edit);
+            read_raw(dir.path()).unwrap().notes
+        };
+        assert!(
+            !notes(&|_: &Path| {})
+                .iter()
+                .any(|n| n.contains("topology/")),
+            "a sound machine has no such note"
+        );
+        for (file, text, shown) in [
+            ("core_id", Some("abc\n"), "`abc`"),
+            ("core_id", Some("-3\n"), "`-3`"),
+            ("core_id", Some("99999999999\n"), "`99999999999`"),
+            ("core_id", None, "missing"),
+            ("thread_siblings_list", Some("x-y\n"), "`x-y`"),
+            ("thread_siblings_list", None, "missing"),
+            (
+                "thread_siblings_list",
+                Some("0\n"),
+                "`0` without the CPU itself",
+            ),
+        ] {
+            let n = notes(&|root: &Path| {
+                let p = root.join(cpu1).join(file);
+                match text {
+                    Some(t) => fs::write(&p, t).unwrap(),
+                    None => fs::remove_file(&p).unwrap(),
+                }
+            });
+            let kind = if file == "core_id" {
+                "core_id"
+            } else {
+                "thread_siblings"
+            };
+            let want = format!("topology/{kind} of CPUs 1 is missing or not valid ({shown})");
+            assert!(
+                n.iter().any(|l| l.starts_with(&want)),
+                "{file} {text:?}: {n:?}"
+            );
+        }
     }
 
     #[test]
