@@ -47,6 +47,19 @@ pub enum StoreError {
     /// A value the store cannot hold, or a request that does not fit the data.
     #[error("--db {}: {detail}", path.display())]
     Invalid { path: PathBuf, detail: String },
+    /// A `--db` that cannot be a database file: a directory, a device, a
+    /// name ending in `/`, a path under something that is not a directory.
+    #[error("--db {}: {why}; give the path of a database file (e.g. smtlab.db)", path.display())]
+    BadPath { path: PathBuf, why: String },
+    /// A migration that failed: the versions, and SQLite's reason in short
+    /// (never the schema's SQL).
+    #[error("--db {}: cannot bring the schema from version {from} to {to}: {reason}", path.display())]
+    Migration {
+        path: PathBuf,
+        from: i64,
+        to: i64,
+        reason: String,
+    },
     /// Any other SQLite failure, with what the store was doing.
     #[error("--db {}: {context}: {error}", path.display())]
     Sqlite {

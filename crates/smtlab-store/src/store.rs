@@ -36,6 +36,7 @@ impl Store {
     /// Open the database at `path`, creating it if missing and bringing an
     /// older schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        check_path(path)?;
         let conn = Connection::open(path).map_err(|error| StoreError::Sqlite {
             path: path.to_path_buf(),
             context: "cannot open".into(),
@@ -49,15 +50,80 @@ impl Store {
         Ok(store)
     }
 
-    /// Open a database that must already exist (`smtlab runs`, `show`):
+    /// Open a database that must already exist (`smtlab run --resume`):
     /// a mistyped `--db` is an error, not a new empty file.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        check_path(path)?;
         if !path.exists() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),
             });
         }
         Store::open(path)
+    }
+
+    /// Open an existing database only to read it (`runs`, `show`, `report`,
+    /// `compare`): a store on a read-only mount, or one this user may not
+    /// write, can still be listed. A schema older than this smtlab's is
+    /// brought up to date if the file is writable (reading needs the new
+    /// columns), else refused naming both versions.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        check_path(path)?;
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let opened = Connection::open_with_flags(path, flags).and_then(|c| {
+            // A WAL database read-only needs its -shm file; where it cannot
+            // be made (a read-only directory), the first read fails.
+            c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+                .map(|_| c)
+        });
+        let conn = match opened {
+            Ok(c) => c,
+            // Nobody can be writing a file in a directory no one may write:
+            // read it as immutable (no locks, no -shm).
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI).map_err(
+                    |error| StoreError::Sqlite {
+                        path: path.to_path_buf(),
+                        context: "cannot open for reading".into(),
+                        error,
+                    },
+                )?
+            }
+        };
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store
+            .conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| store.err("setting busy_timeout", e))?;
+        let (_, version) = store.identity()?;
+        let known = schema::latest_version();
+        if version > known {
+            return Err(store.too_new(version));
+        }
+        if version < known {
+            drop(store);
+            return Store::open(path).map_err(|e| match e {
+                StoreError::Sqlite { .. } => StoreError::Migration {
+                    path: path.to_path_buf(),
+                    from: version,
+                    to: known,
+                    reason: "the file is read-only here; open it once where it can be written"
+                        .into(),
+                },
+                other => other,
+            });
+        }
+        Ok(store)
     }
 
     /// The database file.
@@ -73,18 +139,84 @@ impl Store {
             .map_err(|e| self.err("setting busy_timeout", e))?;
         conn.set_prepared_statement_cache_capacity(32);
 
+        let (_, version) = self.identity()?;
+        let known = schema::latest_version();
+        if version > known {
+            return Err(self.too_new(version));
+        }
+
+        // WAL persists in the file; setting it again is a no-op. Where WAL
+        // is impossible (a filesystem without shared memory), the rollback
+        // journal with synchronous=FULL keeps the same kill -9 promise.
+        // Switching the journal mode needs the file to itself, and SQLite
+        // answers "database is locked" at once rather than waiting when
+        // another process is creating the same new file: retry.
+        let mode: String = self
+            .retry_busy(|| conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)))
+            .map_err(|e| self.err("setting journal_mode=WAL", e))?;
+        let sync = if mode.eq_ignore_ascii_case("wal") {
+            "NORMAL"
+        } else {
+            "FULL"
+        };
+        conn.pragma_update(None, "synchronous", sync)
+            .map_err(|e| self.err("setting synchronous", e))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| self.err("enabling foreign keys", e))?;
+
+        if version < known {
+            let found = self
+                .retry_busy(|| schema::migrate(conn, known))
+                .map_err(|e| StoreError::Migration {
+                    path: self.path.clone(),
+                    from: version,
+                    to: known,
+                    reason: short_reason(&e),
+                })?;
+            // Another, newer smtlab may have migrated it meanwhile.
+            if found > known {
+                return Err(self.too_new(found));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// The file's `application_id` and `user_version`, checked: an smtlab
+    /// database, or an empty file that can become one. Read in one
+    /// transaction, so a file another process is creating right now is seen
+    /// before or after its creation, never half-way (its id without its
+    /// version, or its tables without either).
+    fn identity(&self) -> Result<(i32, i64), StoreError> {
+        let conn = &self.conn;
+        let read = || -> rusqlite::Result<(i32, i64, Vec<String>)> {
+            let tx = rusqlite::Transaction::new_unchecked(
+                conn,
+                rusqlite::TransactionBehavior::Deferred,
+            )?;
+            let app = tx.pragma_query_value(None, "application_id", |r| r.get::<_, i32>(0))?;
+            let version = tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))?;
+            let names = if version == 0 {
+                let mut st = tx.prepare(
+                    "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+                )?;
+                let names = st
+                    .query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                names
+            } else {
+                Vec::new()
+            };
+            tx.commit()?;
+            Ok((app, version, names))
+        };
         // The first read of the header: where a file that is not SQLite
         // fails (SQLITE_NOTADB).
-        let identity = conn
-            .pragma_query_value(None, "application_id", |r| r.get::<_, i32>(0))
-            .and_then(|app| {
-                conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
-                    .map(|v| (app, v))
-            });
-        let (app_id, version) = match identity {
+        let (app_id, version, names) = match self.retry_busy(read) {
             Ok(v) => v,
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
-                return Err(self.not_smtlab(e.to_string()));
+                return Err(self.not_smtlab(short_reason(&e)));
             }
             Err(e) => return Err(self.err("reading the schema version", e)),
         };
@@ -98,57 +230,104 @@ impl Store {
                 "user_version {version} without smtlab's application_id"
             )));
         }
-        if version == 0 {
-            // A fresh or empty file becomes an smtlab database; a SQLite file
-            // holding something else is left alone.
-            let mut st = conn
-                .prepare(
-                    "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
-                )
-                .map_err(|e| self.err("reading the schema", e))?;
-            let names = st
-                .query_map([], |r| r.get::<_, String>(0))
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-                .map_err(|e| self.err("reading the schema", e))?;
-            if !names.is_empty() {
-                return Err(self.not_smtlab(format!("it holds other tables: {}", names.join(", "))));
-            }
+        // A fresh or empty file becomes an smtlab database; a SQLite file
+        // holding something else is left alone.
+        if !names.is_empty() {
+            let mut shown = names.clone();
+            shown.truncate(5);
+            let more = names.len() - shown.len();
+            return Err(self.not_smtlab(format!(
+                "it holds other tables: {}{}",
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )));
         }
-        let known = schema::latest_version();
-        if version > known {
-            return Err(self.too_new(version));
-        }
-
-        // WAL persists in the file; setting it again is a no-op. Where WAL
-        // is impossible (a filesystem without shared memory), the rollback
-        // journal with synchronous=FULL keeps the same kill -9 promise.
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| self.err("setting journal_mode=WAL", e))?;
-        let sync = if mode.eq_ignore_ascii_case("wal") {
-            "NORMAL"
-        } else {
-            "FULL"
-        };
-        conn.pragma_update(None, "synchronous", sync)
-            .map_err(|e| self.err("setting synchronous", e))?;
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(|e| self.err("enabling foreign keys", e))?;
-
-        if version < known {
-            let found = schema::migrate(conn, known).map_err(|e| {
-                self.err(
-                    format!("migrating the schema from version {version} to {known}"),
-                    e,
-                )
-            })?;
-            // Another, newer smtlab may have migrated it meanwhile.
-            if found > known {
-                return Err(self.too_new(found));
-            }
-        }
-        Ok(())
+        Ok((app_id, version))
     }
+
+    /// Run `f` again while SQLite says the file is busy or locked, up to
+    /// [`BUSY_TIMEOUT`]: for the steps where SQLite does not wait by itself
+    /// (changing the journal mode, a lock upgrade that would deadlock).
+    fn retry_busy<T>(&self, mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        let start = std::time::Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match f() {
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) && start.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Refuse a `--db` that cannot be a database file before SQLite touches it
+/// (SQLite would write `/dev/null-journal` beside a device, and treats
+/// `x.db/` differently from `x.db`).
+fn check_path(path: &Path) -> Result<(), StoreError> {
+    let bad = |why: String| StoreError::BadPath {
+        path: path.to_path_buf(),
+        why,
+    };
+    let text = path.to_string_lossy();
+    if text.is_empty() {
+        return Err(bad("empty".into()));
+    }
+    if text.ends_with('/') {
+        return Err(bad("it ends with `/`, so it names a directory".into()));
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(bad("it is a directory".into())),
+        Ok(m) if !m.is_file() => return Err(bad("it is not a regular file (a device?)".into())),
+        Ok(_) => return Ok(()),
+        Err(_) => {}
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(bad(format!("{} is not a directory", parent.display()))),
+        Err(_) => Err(bad(format!(
+            "directory {} does not exist",
+            parent.display()
+        ))),
+    }
+}
+
+/// SQLite's reason without the statement it came from: a failed migration
+/// step would otherwise print the schema's SQL.
+fn short_reason(e: &rusqlite::Error) -> String {
+    let text = match e {
+        rusqlite::Error::SqliteFailure(err, Some(msg)) => format!("{msg} ({:?})", err.code),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    };
+    let first = text.lines().next().unwrap_or_default();
+    first.chars().take(200).collect()
+}
+
+/// A path as a `file:` URI path: `%`, `?` and `#` escaped.
+pub(crate) fn uri_path(path: &Path) -> String {
+    let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    abs.to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23")
 }
 
 /// The errors a store builds, naming its file.

@@ -1066,3 +1066,87 @@ fn samples_of_a_store_without_extras_read_back_empty() {
     let back: Sample = serde_json::from_value(v).unwrap();
     assert!(back.extras.is_empty());
 }
+
+// ----- issue 15: paths, migrations, concurrent creation -------------------
+
+#[test]
+fn a_db_path_that_cannot_be_a_file_is_refused_naming_why_and_creating_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, "").unwrap();
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        ("/dev/null".into(), "it is not a regular file"),
+        (dir.path().join("x.db/"), "it ends with `/`"),
+        (dir.path().to_path_buf(), "it is a directory"),
+        (dir.path().join("missing/x.db"), "does not exist"),
+        (file.join("x.db"), "is not a directory"),
+    ];
+    for (path, why) in cases {
+        for opened in [
+            Store::open(&path),
+            Store::open_existing(&path),
+            Store::open_read_only(&path),
+        ] {
+            let e = opened.unwrap_err().to_string();
+            assert!(e.contains(why), "{}: {e}", path.display());
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+    assert!(!Path::new("/dev/null-journal").exists());
+    assert!(!dir.path().join("x.db").exists());
+}
+
+#[test]
+fn a_failed_migration_names_the_versions_not_the_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        // Version 1 by its marks, but with the column a later step adds:
+        // that step fails ("duplicate column name").
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "application_id", schema::APPLICATION_ID)
+            .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        assert!(MIGRATIONS[1..]
+            .join("\n")
+            .contains("ADD COLUMN extras_json"));
+        c.execute_batch("ALTER TABLE samples ADD COLUMN extras_json TEXT")
+            .unwrap();
+    }
+    let e = Store::open(&path).unwrap_err().to_string();
+    let known = schema::latest_version();
+    assert!(
+        e.contains(&format!(
+            "cannot bring the schema from version 1 to {known}"
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("CREATE"), "{e}");
+    assert!(e.len() < 400, "{e}");
+}
+
+#[test]
+fn an_immutable_read_opens_a_store_whose_directory_cannot_be_written() {
+    // What a read-only mount does to a WAL database: no -shm can be made.
+    // As root (who may write anyway) the fallback cannot be provoked by
+    // permissions, so the immutable open is checked directly.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, _) = store_with_point(dir.path());
+    drop(store);
+    let path = dir.path().join("smtlab.db");
+    let uri = format!("file:{}?immutable=1", super::store::uri_path(&path));
+    let c = Connection::open_with_flags(
+        &uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM runs WHERE id = ?1", [run], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.run(run).unwrap().id, run);
+}

@@ -536,3 +536,97 @@ fn a_study_checks_its_report_directory_before_measuring() {
     assert_usage_error(&["study", "-o", &below, "--db", &d], "cannot create it");
     assert!(!Path::new(&d).exists(), "nothing was measured");
 }
+
+#[test]
+fn runs_creating_one_new_store_at_once_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Before: about one run in fifty failed ("database is locked", "it
+    // holds other tables", "user_version 3 without application_id").
+    for round in 0..20 {
+        let d = dir
+            .path()
+            .join(format!("g{round}.db"))
+            .display()
+            .to_string();
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                StdCommand::new(exe())
+                    .args([
+                        "run",
+                        "-w",
+                        "spin",
+                        "--duration",
+                        "20ms",
+                        "--no-counters",
+                        "--db",
+                        &d,
+                    ])
+                    .args(ONE)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let runs = json(&["runs", "--json", "--db", &d]);
+        assert_eq!(runs.as_array().unwrap().len(), 4, "round {round}");
+    }
+}
+
+#[test]
+fn a_store_that_cannot_be_written_can_still_be_listed() {
+    let Some((dir, bin)) = unprivileged_copy() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let made = dir.path().join("made.db");
+    smtlab()
+        .args([
+            "run",
+            "-w",
+            "spin",
+            "--duration",
+            "20ms",
+            "--no-counters",
+            "--db",
+        ])
+        .arg(&made)
+        .args(ONE)
+        .assert()
+        .success();
+    // Its own directory, which `nobody` may read but not write: no -shm
+    // file can be made beside the WAL database, as on a read-only mount.
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::copy(&made, ro.join("s.db")).unwrap();
+    std::fs::set_permissions(ro.join("s.db"), std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    for cmd in [&["runs"][..], &["show", "1"]] {
+        let out = StdCommand::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(&bin)
+            .args(cmd)
+            .arg("--db")
+            .arg(ro.join("s.db"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("spin"),
+            "{cmd:?}"
+        );
+    }
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

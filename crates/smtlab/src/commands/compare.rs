@@ -37,7 +37,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&a.db).map_err(usage)?;
+    let store = Store::open_read_only(&a.db).map_err(usage)?;
     let ida = resolve_run(&store, a.a, &a.db, "RUN_A")?;
     let idb = resolve_run(&store, a.b, &a.db, "RUN_B")?;
     let seed = store.run(ida)?.seed;

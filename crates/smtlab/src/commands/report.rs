@@ -97,7 +97,7 @@ pub fn render_findings(b: &ReportedRun) -> String {
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&a.db).map_err(usage)?;
+    let store = Store::open_read_only(&a.db).map_err(usage)?;
     let run_id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id).map_err(usage)?;

@@ -42,7 +42,7 @@ pub fn utc(t: f64) -> String {
 }
 
 pub fn run(a: RunsArgs) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&a.db).map_err(usage)?;
+    let store = Store::open_read_only(&a.db).map_err(usage)?;
     let runs = store.runs()?;
     if a.json {
         return output::print(&(serde_json::to_string_pretty(&runs)? + "\n")).map(|_| 0);

@@ -42,7 +42,7 @@ pub fn resolve_run(store: &Store, run: RunRef, db: &Path, what: &str) -> anyhow:
 }
 
 pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
-    let store = Store::open_existing(&a.db).map_err(usage)?;
+    let store = Store::open_read_only(&a.db).map_err(usage)?;
     let id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let rec = store.run(id).map_err(usage)?;
     let reports = point_summaries(&store, id, rec.seed)?;
