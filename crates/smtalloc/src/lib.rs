@@ -56,7 +56,9 @@
 //! tiny program thus held ~4 MiB per core plus 2 MiB for mimalloc's
 //! metadata (15 MB peak RSS in smtlab's small allocation benchmarks, 1.7x
 //! jemalloc). So: (1) the first `SMTALLOC_THP_AFTER` bytes (default
-//! 16 MiB) of each region are left in 4 KiB pages, and the arena is
+//! 64 MiB, rounded up to whole 32 MiB mimalloc segments, since a segment
+//! spreads its metadata and first pages over its whole span) of each
+//! region are left in 4 KiB pages, and the arena is
 //! registered "not committed" so that mimalloc reports, through the commit
 //! callback, each range of slices it starts to use (never twice: purging
 //! is off; committing itself does nothing, the mapping is read-write
@@ -65,8 +67,10 @@
 //! collapsed into a huge page at once (`MADV_COLLAPSE`, Linux 6.1+;
 //! otherwise khugepaged collapses them later). mimalloc fills an arena from
 //! its start, so a large heap still ends up (almost) entirely in huge pages
-//! while a heap under 16 MiB per core costs only the 4 KiB pages it
-//! touches. Every frame still belongs to exactly one core: only the page
+//! while a heap under 64 MiB per core costs only the 4 KiB pages it
+//! touches. Large blocks (1 MiB and up) are advised for huge pages only
+//! once the live large blocks reach the same threshold, so a small program's
+//! barely touched buffer stays in 4 KiB pages. Every frame still belongs to exactly one core: only the page
 //! size changes. (2) At init smtalloc registers a 32 MiB non-exclusive
 //! arena of 4 KiB pages (`MADV_NOHUGEPAGE`) before any heap exists, so
 //! mimalloc's metadata (heap and thread structures, per-heap page bitmaps)
@@ -186,7 +190,7 @@
 //! | `SMTALLOC_RESERVE_PER_CORE` | `256MiB` | initial arena size per core (`K`/`M`/`G` suffixes, binary; rounded up to 32 MiB, mimalloc's arena unit); address space only until touched. Large enough that most programs never need a second region: within one arena mimalloc reuses freed space before touching new space, while a second region is filled before older ones are revisited, so outgrowing the reserve costs RSS |
 //! | `SMTALLOC_VERBOSE` | `0` | `1`: print init facts (mimalloc version, CPUs, cores, CPU source, reserve) and each new arena to stderr; `2`: also mimalloc's warnings and errors |
 //! | `SMTALLOC_THP` | `1` | `0`: do not `madvise(MADV_HUGEPAGE)` (for comparisons with 4 KiB pages) |
-//! | `SMTALLOC_THP_AFTER` | `16MiB` | bytes at the start of each arena region kept in 4 KiB pages until mimalloc has claimed as many bytes of the region; then advised and collapsed into huge pages (rounded up to 2 MiB frames; `0`: advise every frame up front) |
+//! | `SMTALLOC_THP_AFTER` | `64MiB` | bytes at the start of each arena region kept in 4 KiB pages until mimalloc has claimed as many bytes of the region; then advised and collapsed into huge pages (rounded up to whole 32 MiB mimalloc segments; `0`: advise every frame up front); also the live large-block bytes from which large blocks are advised for huge pages |
 //! | `SMTALLOC_LARGE_CACHE` | `32MiB` | bytes of freed large blocks (>= 1 MiB) kept mapped for reuse instead of unmapped (at most 16 blocks; `0`: unmap every one at once). A kept block serves a later large request of its size or smaller (trimmed by whole 2 MiB frames; zeroed for `calloc`), saving the system calls and the kernel's zeroing of fresh pages |
 //!
 //! mimalloc's own `MIMALLOC_*` variables are read by mimalloc too; smtalloc

@@ -110,7 +110,15 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
     // fills the arena from its start, so a small heap touches only a few
     // 4 KiB pages; the start is advised (and collapsed) once mimalloc has
     // claimed as many bytes as it spans.
-    let lazy = settings::thp_after().min(len);
+    // Whole mimalloc segments (`unit`, 32 MiB): a segment's metadata and
+    // its first pages are spread over it, so a lazy start inside the first
+    // segment let the rest of it fault whole huge pages for a heap of a few
+    // MiB (python3's peak RSS doubled).
+    // (0 still means every frame advised up front.)
+    let lazy = match settings::thp_after() {
+        0 => 0,
+        t => options::round_reserve(t, unit).min(len),
+    };
     if settings::thp() && len > lazy {
         os::madvise_hugepage(base + lazy, len - lazy);
     }

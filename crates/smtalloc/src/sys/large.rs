@@ -62,6 +62,16 @@ pub(crate) fn round_frames(size: usize) -> Option<usize> {
     Some((size.max(1) + FRAME - 1) & !(FRAME - 1))
 }
 
+/// `MADV_HUGEPAGE` for a large block of `len` bytes when huge pages are on
+/// and the block, with the large blocks already live, reaches the lazy
+/// threshold (`SMTALLOC_THP_AFTER`).
+fn advise_large(addr: usize, len: usize) {
+    let live = LARGE_LIVE_BYTES.load(Relaxed) as usize;
+    if settings::thp() && live.saturating_add(len) >= settings::thp_after() {
+        os::madvise_hugepage(addr, len);
+    }
+}
+
 pub(crate) fn map_large(len: usize, align: usize, size: usize) -> Option<usize> {
     let frames = u32::try_from(len / FRAME).ok()?;
     let p = os::mmap_aligned(len, align, false)?.as_ptr() as usize;
@@ -69,10 +79,14 @@ pub(crate) fn map_large(len: usize, align: usize, size: usize) -> Option<usize> 
         os::munmap(p, len);
         return None;
     };
-    // Huge pages only where the block fills at least half its frames:
-    // a small block with a huge alignment should not fault in 2 MiB.
-    if settings::thp() && size >= len / 2 {
-        os::madvise_hugepage(p, len);
+    // Huge pages only where the block fills at least half its frames (a
+    // small block with a huge alignment should not fault in 2 MiB), and
+    // only once large blocks are a real share of the heap: a small program
+    // with a 1 MiB buffer it barely touches keeps 4 KiB pages (`sort`'s
+    // peak RSS tripled otherwise), as an arena keeps them below its lazy
+    // start.
+    if size >= len / 2 {
+        advise_large(p, len);
     }
     slot.store(frames, Relaxed);
     LARGE_LIVE_BYTES.fetch_add(len as u64, Relaxed);
@@ -148,9 +162,7 @@ pub(crate) fn large_realloc(p: *mut c_void, len: usize, n: usize) -> *mut c_void
     }
     let grown = new_len - len;
     if os::mremap_in_place(addr, len, new_len) {
-        if settings::thp() {
-            os::madvise_hugepage(addr, new_len);
-        }
+        advise_large(addr, new_len);
         slot.store((new_len / FRAME) as u32, Relaxed);
         LARGE_LIVE_BYTES.fetch_add(grown as u64, Relaxed);
         return p;
@@ -172,9 +184,7 @@ pub(crate) fn large_realloc(p: *mut c_void, len: usize, n: usize) -> *mut c_void
         os::set_errno(libc::ENOMEM);
         return null_mut();
     }
-    if settings::thp() {
-        os::madvise_hugepage(dst, new_len);
-    }
+    advise_large(dst, new_len);
     slot.store(0, Relaxed);
     dslot.store((new_len / FRAME) as u32, Relaxed);
     LARGE_LIVE_BYTES.fetch_add(grown as u64, Relaxed);

@@ -12,8 +12,13 @@ use core::ffi::CStr;
 pub const DEFAULT_RESERVE: usize = 256 << 20;
 
 /// Default `SMTALLOC_THP_AFTER`: the start of each arena region that stays
-/// in 4 KiB pages until the region's heap has claimed this much.
-pub const DEFAULT_THP_AFTER: usize = 16 << 20;
+/// in 4 KiB pages until the region's heap has claimed this much. Two of
+/// mimalloc's 32 MiB segments: measured on real programs (the
+/// `alloc_rss_real` bench), 16 MiB (rounded up to one segment) gave python3
+/// with a 60 MB heap 1.5x glibc's peak RSS, since collapsing the lazy start
+/// makes every touched frame of it a whole huge page; 64 MiB gives 1.19x,
+/// and a heap past it (the allocation benchmarks) is still all huge pages.
+pub const DEFAULT_THP_AFTER: usize = 64 << 20;
 
 /// Default `SMTALLOC_LARGE_CACHE`: bytes of freed large blocks kept for
 /// reuse (glibc keeps freed blocks up to its mmap threshold's maximum,
