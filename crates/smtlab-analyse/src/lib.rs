@@ -11,5 +11,6 @@
 pub mod analysis;
 pub mod compare;
 pub mod derived;
+pub mod pairs;
 pub mod summary;
 pub mod units;

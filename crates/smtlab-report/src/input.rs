@@ -2,6 +2,7 @@
 //! no other module of this crate.
 
 use smtlab_analyse::analysis::{Analysis, PointData};
+use smtlab_analyse::pairs::PairsAnalysis;
 use smtlab_types::{Point, RunRecord, Sample, Table};
 
 /// Everything a report shows. Borrowed: the caller owns the run's data.
@@ -24,4 +25,7 @@ pub struct ReportInput<'a> {
     /// and the charts left out are added by the writer; a note given twice
     /// is printed once.
     pub notes: &'a [String],
+    /// The pairs study's analysis of its matrix (`None` for other runs):
+    /// its charts, a heatmap of the matrix and the analysis in the JSON.
+    pub pairs: Option<&'a PairsAnalysis>,
 }

@@ -115,6 +115,10 @@ struct HtmlContext<'a> {
     notes: &'a [String],
     made: Vec<Kv>,
     config_json: String,
+    /// The pairs study's matrix as a heatmap: (program, cells) rows.
+    heatmap: Vec<(String, Vec<crate::pairs_charts::HeatCell>)>,
+    heatmap_names: Vec<String>,
+    heatmap_ci: bool,
 }
 
 fn series_name(k: &smtlab_analyse::analysis::SeriesKey) -> String {
@@ -235,6 +239,12 @@ fn html(
         notes,
         made: kvs(provenance(input.run)),
         config_json: serde_json::to_string_pretty(&input.run.config_json).unwrap_or_default(),
+        heatmap: input
+            .pairs
+            .map(crate::pairs_charts::heatmap)
+            .unwrap_or_default(),
+        heatmap_names: input.pairs.map(|a| a.programs.clone()).unwrap_or_default(),
+        heatmap_ci: input.pairs.is_some_and(|a| a.ci.is_some()),
     };
     let mut env = minijinja::Environment::new();
     // Explicit, not left to the template name: every value is data.

@@ -56,6 +56,9 @@ struct ResultsJson<'a> {
     analysis: &'a Analysis,
     charts: Vec<ChartJson<'a>>,
     notes: &'a [String],
+    /// The pairs study's analysis (absent for other runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pairs: Option<&'a smtlab_analyse::pairs::PairsAnalysis>,
 }
 
 fn results_json<'a>(r: &'a Rendered) -> ResultsJson<'a> {
@@ -81,5 +84,6 @@ fn results_json<'a>(r: &'a Rendered) -> ResultsJson<'a> {
             })
             .collect(),
         notes,
+        pairs: input.pairs,
     }
 }

@@ -147,6 +147,7 @@ impl Fixture {
             limits: &self.limits,
             verdicts: &self.verdicts,
             notes: &self.notes,
+            pairs: None,
         }
     }
 }
@@ -546,6 +547,7 @@ fn empty_and_nan_data_do_not_panic() {
         limits: &[],
         verdicts: &[],
         notes: &[],
+        pairs: None,
     };
     let files = write_report(&input, &dir.path().join("empty")).unwrap();
     assert!(files.charts.is_empty());

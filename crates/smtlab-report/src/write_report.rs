@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::error::ReportError;
 use crate::input::ReportInput;
 use crate::writer::{Rendered, Writer};
-use crate::{chart_files, charts, report_html, results_json, samples_csv, summary_md};
+use crate::{
+    chart_files, charts, pairs_charts, report_html, results_json, samples_csv, summary_md,
+};
 
 /// What [`write_report`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +41,12 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
         source,
     })?;
 
-    let (specs, chart_notes) = charts::build(input);
+    // A pairs study's points are co-runs, not a sweep over N: its charts
+    // are the pairings'.
+    let (specs, chart_notes) = match input.pairs {
+        Some(a) => (pairs_charts::specs(a), Vec::new()),
+        None => charts::build(input),
+    };
     let (drawn, chart_files) = chart_files::draw_all(specs, &chart_dir)?;
 
     // A point that fell short of --min-samples says so in every format.

@@ -236,6 +236,7 @@ fn report_renders_in_chromium() {
         limits: &["No SMT here.".to_string()],
         verdicts: &["Threads and processes were equally fast.".to_string()],
         notes: &["A note.".to_string()],
+        pairs: None,
     };
     let tmp = tempfile::tempdir().unwrap();
     let files = write_report(&input, &tmp.path().join("report")).unwrap();

@@ -139,7 +139,7 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
             })
             .collect();
         draws.sort_by(f64::total_cmp);
-        let c = (percentile(&draws, 0.025), percentile(&draws, 0.975));
+        let c = (percentile(&draws, 2.5), percentile(&draws, 97.5));
         ci[i][j] = Some(c);
         ci[j][i] = Some(c);
     }

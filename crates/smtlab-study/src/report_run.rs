@@ -15,6 +15,8 @@ use smtlab_topology::Topology;
 use smtlab_types::{RunRecord, RunSpec, RunStatus, StudyKind, Table};
 
 use crate::findings::{findings, Findings};
+use crate::pairs_matrix::{measured_matrix, MeasuredMatrix};
+use smtlab_analyse::pairs::{self, Matrix, MatrixError, PairsAnalysis};
 
 /// The `schema` field of the JSON document of `study --json` and
 /// `report --json`.
@@ -39,6 +41,14 @@ pub enum ReportRunError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Report(#[from] ReportError),
+    #[error("the measured pair matrix: {0}")]
+    Matrix(#[source] MatrixError),
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A run analysed and reported.
@@ -53,6 +63,95 @@ pub struct ReportedRun {
     /// Plan notes and analysis notes.
     pub notes: Vec<String>,
     pub files: ReportFiles,
+    /// The pairs study's matrix and pairings (`None` for other runs).
+    pub pairs: Option<PairsReport>,
+}
+
+/// A pairs study's results: the measured matrix, its analysis (when every
+/// cell was measured), the findings made of them, and the CSV written.
+#[derive(Debug, Clone)]
+pub struct PairsReport {
+    pub matrix: MeasuredMatrix,
+    pub analysis: Option<PairsAnalysis>,
+    pub findings: Findings,
+    pub csv: Option<PathBuf>,
+}
+
+/// The pairs study's findings: the matrix (as a table and as
+/// `matrix.csv` in `dir`, which `smtlab pairs` reads back), the analysis of
+/// its pairings and the verdict; or, when a cell has no value, which.
+fn pairs_findings(
+    data: &RunData,
+    seed: u64,
+    trials: u64,
+    dir: &Path,
+) -> Result<PairsReport, ReportRunError> {
+    let measured = measured_matrix(&data.samples, seed);
+    let mut f = Findings::default();
+    let n = measured.names.len();
+    let mut rows = Vec::new();
+    for i in 0..n {
+        let mut row = vec![measured.names[i].clone()];
+        for j in 0..n {
+            row.push(match (measured.ws[i][j], measured.ci[i][j]) {
+                (Some(v), Some((lo, hi))) => format!("{v:.3} [{lo:.3}–{hi:.3}]"),
+                (Some(v), None) => format!("{v:.3}"),
+                (None, _) => "—".into(),
+            });
+        }
+        rows.push(row);
+    }
+    let mut columns = vec!["WS(i,j)".to_string()];
+    columns.extend(measured.names.iter().cloned());
+    f.tables.push(Table {
+        title: "Pair matrix: weighted speedup of each pair co-running".into(),
+        columns,
+        rows,
+        note: Some(
+            "WS(i,j) = rate_i(with j) / rate_i(alone) + rate_j(with i) / rate_j(alone): 1.00 is \
+             no gain over running them one after the other, 2.00 no interference; 95% bootstrap \
+             interval in brackets."
+                .into(),
+        ),
+    });
+    let missing = measured.missing();
+    if !missing.is_empty() {
+        f.limits.push(format!(
+            "No pairing analysis: {} had no successful sample (see the failures), so the matrix \
+             is incomplete.",
+            missing.join(", ")
+        ));
+        return Ok(PairsReport {
+            matrix: measured,
+            analysis: None,
+            findings: f,
+            csv: None,
+        });
+    }
+    let ws: Vec<Vec<f64>> = measured
+        .ws
+        .iter()
+        .map(|r| r.iter().map(|v| v.unwrap_or(0.0)).collect())
+        .collect();
+    let mut m = Matrix::new(measured.names.clone(), ws).map_err(ReportRunError::Matrix)?;
+    m.ci = Some(measured.ci.clone());
+    let a = pairs::analyse(&m, trials, seed);
+    f.verdicts.push(a.verdict.clone());
+    std::fs::create_dir_all(dir).map_err(|source| ReportRunError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let csv = dir.join("matrix.csv");
+    std::fs::write(&csv, m.to_csv()).map_err(|source| ReportRunError::Write {
+        path: csv.clone(),
+        source,
+    })?;
+    Ok(PairsReport {
+        matrix: measured,
+        analysis: Some(a),
+        findings: f,
+        csv: Some(csv),
+    })
 }
 
 /// Where a run's report goes unless `-o` says otherwise.
@@ -60,11 +159,13 @@ pub fn default_dir(run_id: i64) -> PathBuf {
     PathBuf::from("smtlab-reports").join(format!("run-{run_id}"))
 }
 
-/// Analyse `run` (read from `store`) and write its report into `dir`.
+/// Analyse `run` (read from `store`) and write its report into `dir`; a
+/// pairs study's pairings are drawn from `pairs_trials` random schedules.
 pub fn report_run(
     store: &Store,
     run: RunRecord,
     dir: &Path,
+    pairs_trials: u64,
 ) -> Result<ReportedRun, ReportRunError> {
     let run_id = run.id;
     let spec: RunSpec = serde_json::from_value(run.config_json.clone())
@@ -72,11 +173,30 @@ pub fn report_run(
     let topo: Topology = serde_json::from_value(run.host.topology.clone())
         .map_err(|source| ReportRunError::Topology { run_id, source })?;
     let data = run_data(store, run_id, run.seed)?;
-    let analysis = analysis::analyze(&data.points, &topo, run.seed);
     let meta = spec.study.clone();
-    let findings = match &meta {
-        Some(m) => findings(m, &data.points, &analysis, &topo, run.seed),
-        None => Findings {
+    let is_pairs = meta.as_ref().is_some_and(|m| m.kind == StudyKind::Pairs);
+    // A pairs study's points are co-runs, not a sweep: the scaling
+    // analysis has nothing to say about them; its pairings do.
+    let analysis = if is_pairs {
+        Analysis {
+            series: Vec::new(),
+            smt_yields: Vec::new(),
+            model_verdicts: Vec::new(),
+            recommendations: Vec::new(),
+            notes: Vec::new(),
+        }
+    } else {
+        analysis::analyze(&data.points, &topo, run.seed)
+    };
+    let pairs = if is_pairs {
+        Some(pairs_findings(&data, run.seed, pairs_trials, dir)?)
+    } else {
+        None
+    };
+    let findings = match (&meta, &pairs) {
+        (Some(_), Some(p)) => p.findings.clone(),
+        (Some(m), None) => findings(m, &data.points, &analysis, &topo, run.seed),
+        (None, _) => Findings {
             verdicts: analysis
                 .model_verdicts
                 .iter()
@@ -104,6 +224,7 @@ pub fn report_run(
         limits: &limits,
         verdicts: &findings.verdicts,
         notes: &notes,
+        pairs: pairs.as_ref().and_then(|p| p.analysis.as_ref()),
     };
     let files = write_report(&input, dir)?;
     Ok(ReportedRun {
@@ -115,6 +236,7 @@ pub fn report_run(
         limits,
         notes,
         files,
+        pairs,
     })
 }
 
@@ -132,6 +254,10 @@ struct StudyJson<'a> {
     analysis: &'a Analysis,
     report: &'a Path,
     html: &'a Path,
+    /// The pairs study's analysis (`programs`, `matrix`, `best`, `worst`,
+    /// `random`, ...), as `smtlab pairs --json` prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pairs: Option<&'a PairsAnalysis>,
 }
 
 /// The JSON document of `study --json` and `report --json`.
@@ -154,6 +280,7 @@ pub fn study_json(run_id: i64, status: RunStatus, r: &ReportedRun) -> serde_json
         analysis: &r.analysis,
         report: &r.files.dir,
         html: &r.files.html,
+        pairs: r.pairs.as_ref().and_then(|p| p.analysis.as_ref()),
     })
     .unwrap_or(serde_json::Value::Null)
 }

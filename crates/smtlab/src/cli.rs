@@ -46,6 +46,8 @@ enum Command {
     Study(Box<commands::study::StudyArgs>),
     /// Write the report of a stored run: HTML with charts, PNG/SVG, CSV, JSON, Markdown
     Report(commands::report::ReportArgs),
+    /// Best, worst and random pairings of programs sharing a core, from a pair matrix (CSV)
+    Pairs(commands::pairs::PairsArgs),
     /// Compare the matching points of two runs: ratio and 95% CI
     Compare(commands::compare::CompareArgs),
     /// List the runs in a store
@@ -90,6 +92,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Run(a) => commands::run::run(*a),
         Command::Study(a) => commands::study::run(*a),
         Command::Report(a) => commands::report::run(a),
+        Command::Pairs(a) => commands::pairs::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),

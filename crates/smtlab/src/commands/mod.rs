@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod gate;
 pub mod list;
 pub mod man;
+pub mod pairs;
 pub mod pin;
 pub mod place;
 pub mod program_args;

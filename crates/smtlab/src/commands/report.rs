@@ -101,7 +101,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let run_id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id).map_err(usage)?;
-    let b = report_run(&store, record, &dir)?;
+    let b = report_run(&store, record, &dir, smtlab_analyse::pairs::DEFAULT_TRIALS)?;
     let status = b.run.status;
     if a.json {
         output::print(&(serde_json::to_string_pretty(&study_json(run_id, status, &b))? + "\n"))?;

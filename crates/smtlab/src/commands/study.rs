@@ -260,7 +260,8 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
     }
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id)?;
-    let reported = report_run(&store, record, &dir)?;
+    let trials = a.trials.unwrap_or(smtlab_analyse::pairs::DEFAULT_TRIALS);
+    let reported = report_run(&store, record, &dir, trials)?;
     let text = if a.json {
         serde_json::to_string_pretty(&study_json(run_id, status, &reported))? + "\n"
     } else {
@@ -346,6 +347,10 @@ fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &ReportedRun) -> S
     s.push_str(&format!("smtlab study {kind}: {}\n\n", kind.question()));
     let reports: Vec<_> = b.data.points.iter().map(|p| p.summary.clone()).collect();
     s.push_str(&results::render_table(run_id, status, &reports));
+    if let Some(a) = b.pairs.as_ref().and_then(|p| p.analysis.as_ref()) {
+        s.push('\n');
+        s.push_str(&smtlab_analyse::pairs::render_text(a));
+    }
     s.push_str(&report::render_findings(b));
     s
 }

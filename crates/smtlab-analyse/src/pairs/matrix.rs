@@ -1,0 +1,231 @@
+//! The pair matrix: for programs `0..n`, `WS(i,j)`, the weighted speedup of
+//! `i` and `j` co-running (`rate_i(with j)/rate_i(alone) + rate_j(with
+//! i)/rate_j(alone)`; 1.0 = no gain over running them one after the
+//! other), symmetric, the diagonal a program with a copy of itself; checked
+//! when it is made ([`Matrix::new`]), so everything downstream can index it
+//! without checking again. Its CSV form is `csv.rs`.
+
+/// A checked pair matrix, with 95% intervals when it was measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// Program names: unique, not empty, in row (and column) order.
+    pub names: Vec<String>,
+    /// `ws[i][j]` = `WS(i,j)`: square, finite, not negative, symmetric.
+    pub ws: Vec<Vec<f64>>,
+    /// `ci[i][j]`: the 95% interval of `ws[i][j]` where it was measured
+    /// (the pairs study sets it; a matrix read from a file has none).
+    pub ci: Option<Vec<Vec<Option<(f64, f64)>>>>,
+}
+
+/// Why a matrix is not one; every message is one line naming the row,
+/// column or cell at fault and what a valid one holds.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MatrixError {
+    #[error(
+        "the matrix is empty: give a header row naming the programs (first cell empty) and one \
+         row per program, its name first"
+    )]
+    Empty,
+    #[error("unreadable CSV: {0}")]
+    Csv(String),
+    #[error(
+        "not square: row {row} ({name}) has {cells} values but the header names {expected} \
+         programs"
+    )]
+    NotSquare {
+        row: usize,
+        name: String,
+        cells: usize,
+        expected: usize,
+    },
+    #[error("not square: {rows} rows for the {expected} programs of the header")]
+    RowCount { rows: usize, expected: usize },
+    #[error(
+        "row {row} is named {found:?} but column {row} is {expected:?}: rows and columns must \
+         name the programs in the same order"
+    )]
+    NameMismatch {
+        row: usize,
+        found: String,
+        expected: String,
+    },
+    #[error("program {0:?} is named twice: each row and column names a different program")]
+    DuplicateName(String),
+    #[error("program {0} has an empty name: name every row and column")]
+    EmptyName(usize),
+    #[error("cell ({row}, {col}) = {text:?} is not a number (a weighted speedup such as 1.25)")]
+    NotANumber {
+        row: String,
+        col: String,
+        text: String,
+    },
+    #[error("cell ({row}, {col}) = {value} is negative (a weighted speedup is 0 or more)")]
+    Negative {
+        row: String,
+        col: String,
+        value: f64,
+    },
+    #[error("cell ({row}, {col}) = {value} is not a finite number")]
+    NotFinite {
+        row: String,
+        col: String,
+        value: f64,
+    },
+    #[error(
+        "not symmetric: ({a}, {b}) = {ab} but ({b}, {a}) = {ba}; WS(i,j) is one number per pair, \
+         the same in both cells"
+    )]
+    Asymmetric {
+        a: String,
+        b: String,
+        ab: f64,
+        ba: f64,
+    },
+}
+
+/// Two cells within this relative distance are the same number: a matrix
+/// computed in floating point (the mean of two orders) stays symmetric,
+/// while a typing mistake in a CSV (1.25 against 1.52) does not.
+const SYMMETRY_TOLERANCE: f64 = 1e-9;
+
+impl Matrix {
+    /// A matrix from names and values, checked: square, names unique and
+    /// not empty, every value finite and not negative, symmetric.
+    pub fn new(names: Vec<String>, ws: Vec<Vec<f64>>) -> Result<Matrix, MatrixError> {
+        if names.is_empty() {
+            return Err(MatrixError::Empty);
+        }
+        for (i, n) in names.iter().enumerate() {
+            if n.trim().is_empty() {
+                return Err(MatrixError::EmptyName(i + 1));
+            }
+            if names[..i].contains(n) {
+                return Err(MatrixError::DuplicateName(n.clone()));
+            }
+        }
+        if ws.len() != names.len() {
+            return Err(MatrixError::RowCount {
+                rows: ws.len(),
+                expected: names.len(),
+            });
+        }
+        for (i, row) in ws.iter().enumerate() {
+            if row.len() != names.len() {
+                return Err(MatrixError::NotSquare {
+                    row: i + 1,
+                    name: names[i].clone(),
+                    cells: row.len(),
+                    expected: names.len(),
+                });
+            }
+            for (j, &value) in row.iter().enumerate() {
+                let (row, col) = (names[i].clone(), names[j].clone());
+                if !value.is_finite() {
+                    return Err(MatrixError::NotFinite { row, col, value });
+                }
+                if value < 0.0 {
+                    return Err(MatrixError::Negative { row, col, value });
+                }
+            }
+        }
+        for i in 0..names.len() {
+            for j in i + 1..names.len() {
+                let (ab, ba) = (ws[i][j], ws[j][i]);
+                if (ab - ba).abs() > SYMMETRY_TOLERANCE * ab.max(ba).max(1.0) {
+                    return Err(MatrixError::Asymmetric {
+                        a: names[i].clone(),
+                        b: names[j].clone(),
+                        ab,
+                        ba,
+                    });
+                }
+            }
+        }
+        Ok(Matrix {
+            names,
+            ws,
+            ci: None,
+        })
+    }
+
+    /// The number of programs.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Never true for a matrix made by [`Matrix::new`] (clippy asks for it
+    /// beside `len`).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_valid_matrix_is_kept_as_given() {
+        let m = Matrix::new(names(&["a", "b"]), vec![vec![1.0, 1.5], vec![1.5, 0.0]]).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.ws[0][1], 1.5);
+        assert_eq!(m.ci, None);
+    }
+
+    #[test]
+    fn rounding_noise_is_symmetric_but_a_typo_is_not() {
+        let ok = Matrix::new(
+            names(&["a", "b"]),
+            vec![vec![1.0, 1.25], vec![1.25 * (1.0 + 1e-12), 1.0]],
+        );
+        assert!(ok.is_ok());
+        let e = Matrix::new(names(&["a", "b"]), vec![vec![1.0, 1.25], vec![1.52, 1.0]])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("not symmetric: (a, b) = 1.25 but (b, a) = 1.52"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn each_invalid_matrix_names_what_is_wrong() {
+        let cases: [(Vec<String>, Vec<Vec<f64>>, &str); 6] = [
+            (vec![], vec![], "the matrix is empty"),
+            (
+                names(&["a", " "]),
+                vec![vec![1.0; 2]; 2],
+                "program 2 has an empty name",
+            ),
+            (
+                names(&["a", "a"]),
+                vec![vec![1.0; 2]; 2],
+                "program \"a\" is named twice",
+            ),
+            (
+                names(&["a", "b"]),
+                vec![vec![1.0; 2]],
+                "not square: 1 rows for the 2 programs",
+            ),
+            (
+                names(&["a", "b"]),
+                vec![vec![1.0; 2], vec![1.0]],
+                "row 2 (b) has 1 values",
+            ),
+            (
+                names(&["a", "b"]),
+                vec![vec![1.0, f64::NAN], vec![f64::NAN, 1.0]],
+                "cell (a, b) = NaN is not a finite number",
+            ),
+        ];
+        for (n, ws, want) in cases {
+            let e = Matrix::new(n, ws).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+}
