@@ -50,6 +50,7 @@ mod tests;
 pub use draw::DrawError;
 pub use error::ReportError;
 pub use input::ReportInput;
+pub use pairs_charts::{pairs_html, write_pairs_charts, PairsCharts};
 pub use pairs_report::write_pairs_report;
 pub use results_json::RESULTS_SCHEMA;
 pub use write_report::{write_report, ReportFiles};

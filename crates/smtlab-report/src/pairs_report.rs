@@ -1,115 +1,143 @@
 //! `smtlab pairs MATRIX.csv -o DIR`: the report of a pair matrix given as a
-//! file: `report.html` (the verdict, the heatmap, the random distribution
-//! and re-randomization, both charts inline), the charts as SVG and PNG,
-//! `pairs.json` and `matrix.csv`. Uses `chart_files`, `pairs_charts` and
-//! `writer`.
+//! file: `report.html` (one self-contained page: [`pairs_html`] with a
+//! head, nothing fetched), the charts as SVG and PNG under `charts/`,
+//! `pairs.json` (what `--json` prints) and `matrix.csv` (the matrix read
+//! back). Uses `error`, `pairs_charts` and `writer`.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use smtlab_analyse::pairs::analysis::pair_names;
 use smtlab_analyse::pairs::{Matrix, PairsAnalysis};
 
 use crate::error::ReportError;
+use crate::pairs_charts::{pairs_html, write_pairs_charts};
 use crate::writer::write_file;
-use crate::{chart_files, pairs_charts};
 
-/// Escape text for HTML.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
+/// The page around the section: the same policy as the run report (nothing
+/// may be fetched, so it reads the same offline, years later).
+const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src \
+'unsafe-inline'; img-src data:\">\n<meta name=\"viewport\" content=\"width=device-width, \
+initial-scale=1\">\n<meta name=\"generator\" content=\"smtlab\">\n<title>smtlab pairs</title>\n\
+<style>body{font:15px/1.5 system-ui,-apple-system,\"Segoe UI\",\"DejaVu Sans\",sans-serif;\
+color:#1b1b1b;max-width:1120px;margin:0 auto;padding:1.5rem 1.25rem 4rem}h2{border-bottom:1px \
+solid #d9d9d9}figcaption{font-size:.88rem;color:#5c5c5c;max-width:900px}\
+p.verdict{font-size:1.05rem}</style>\n</head>\n<body>\n<h1>smtlab pairs</h1>\n";
 
-/// Write the report of `a` (made from `m`) into `dir`; the files written.
+/// Write the report of `a` (the analysis of `m`) into `dir`; the files
+/// written.
 pub fn write_pairs_report(
     m: &Matrix,
     a: &PairsAnalysis,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, ReportError> {
-    let charts = dir.join("charts");
-    std::fs::create_dir_all(&charts).map_err(|source| ReportError::CreateDir {
-        path: charts.clone(),
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {
+        path: dir.to_path_buf(),
         source,
     })?;
-    let (drawn, mut files) = chart_files::draw_all(pairs_charts::specs(a), &charts)?;
-    let mut h = String::new();
-    h.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>smtlab pairs</title>\n");
-    h.push_str("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}td.num{text-align:right}svg{max-width:100%;height:auto}</style></head><body>\n");
-    let _ = writeln!(h, "<h1>smtlab pairs: {} programs</h1>", a.programs.len());
-    let _ = writeln!(h, "<p id=\"verdict\">{}</p>", esc(&a.verdict));
-    h.push_str("<h2>Pair matrix</h2>\n<p>Weighted speedup WS(i,j) (1.00 = no gain over running them one after the other), white at the lowest, blue at the highest.</p>\n<table class=\"heatmap\"><thead><tr><th></th>");
-    for n in &a.programs {
-        let _ = write!(h, "<th>{}</th>", esc(n));
-    }
-    h.push_str("</tr></thead><tbody>\n");
-    for (name, cells) in pairs_charts::heatmap(a) {
-        let _ = write!(h, "<tr><th>{}</th>", esc(&name));
-        for c in cells {
-            let _ = write!(
-                h,
-                "<td class=\"num\" style=\"background: {}\">{}</td>",
-                c.color,
-                esc(&c.text)
-            );
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</tbody></table>\n<h2>Schedules</h2>\n<ul>\n");
-    for (label, s) in [("Best", &a.best), ("Worst", &a.worst)] {
-        let _ = writeln!(
-            h,
-            "<li>{label}: speedup {:.1}%: {}</li>",
-            s.speedup * 100.0,
-            esc(&pair_names(&a.programs, &s.pairs).join(", "))
-        );
-    }
-    let r = &a.random;
-    let _ = writeln!(
-        h,
-        "<li>Random ({}): mean {:.1}%, min {:.1}%, 5% {:.1}%, median {:.1}%, 95% {:.1}%, max {:.1}%</li>\n</ul>",
-        r.trials,
-        r.mean * 100.0,
-        r.min * 100.0,
-        r.p05 * 100.0,
-        r.p50 * 100.0,
-        r.p95 * 100.0,
-        r.max * 100.0
-    );
-    h.push_str("<h2>Re-pairing at random every period</h2>\n<table><thead><tr><th>periods</th><th>mean</th><th>5%</th><th>50%</th><th>95%</th></tr></thead><tbody>\n");
-    for x in &a.rerandomization {
-        let _ = writeln!(
-            h,
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}%</td><td class=\"num\">{:.1}%</td><td class=\"num\">{:.1}%</td><td class=\"num\">{:.1}%</td></tr>",
-            x.periods,
-            x.mean * 100.0,
-            x.p05 * 100.0,
-            x.p50 * 100.0,
-            x.p95 * 100.0
-        );
-    }
-    h.push_str("</tbody></table>\n");
-    for c in &drawn {
-        let _ = writeln!(
-            h,
-            "<figure><figcaption><b>{}</b> — {}</figcaption>{}</figure>",
-            esc(&c.spec.title),
-            esc(&c.spec.caption),
-            c.svg
-                .replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
-        );
-    }
-    h.push_str("</body></html>\n");
+    let charts = write_pairs_charts(a, &dir.join("charts"))?;
     let html = dir.join("report.html");
-    write_file(&html, h.as_bytes())?;
+    let page = format!("{HEAD}{}</body>\n</html>\n", pairs_html(a, &charts));
+    write_file(&html, page.as_bytes())?;
     let json = dir.join("pairs.json");
     let text = serde_json::to_string_pretty(a).map_err(|source| ReportError::Json {
         path: json.clone(),
         source,
     })?;
-    write_file(&json, text.as_bytes())?;
+    write_file(&json, (text + "\n").as_bytes())?;
     let csv = dir.join("matrix.csv");
     write_file(&csv, m.to_csv().as_bytes())?;
-    files.extend([html, json, csv]);
+    let mut files = vec![html, json, csv];
+    files.extend(charts.files);
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_analyse::pairs::analyse_with;
+
+    fn analysis(m: &Matrix) -> PairsAnalysis {
+        analyse_with(m, 20_000, 200, 1)
+    }
+
+    #[test]
+    fn the_report_holds_the_verdict_the_tables_and_every_chart() {
+        let m = Matrix::from_csv(
+            ",a,b,c,<d>\na,1,1.5,1.2,1.1\nb,1.5,1,1.1,1.3\nc,1.2,1.1,1,1.4\n<d>,1.1,1.3,1.4,1\n",
+        )
+        .unwrap();
+        let a = analysis(&m);
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_pairs_report(&m, &a, dir.path()).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "report.html",
+                "pairs.json",
+                "matrix.csv",
+                "charts/pairings-cdf.svg",
+                "charts/pairings-cdf.png",
+                "charts/pairings-rerandomized.svg",
+                "charts/pairings-rerandomized.png",
+                "charts/pairings-heatmap.svg",
+                "charts/pairings-heatmap.png",
+            ]
+        );
+        for f in &files {
+            assert!(std::fs::metadata(f).unwrap().len() > 0, "{f:?}");
+        }
+        let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        assert!(html.contains("An ideal scheduler gains 20.0 percentage points"));
+        assert!(
+            html.contains("Best: speedup 45.0%: a+b, c+&lt;d&gt;"),
+            "escaped"
+        );
+        assert!(html.contains("<table class=\"heatmap\">"));
+        assert!(html.contains("<th>&lt;d&gt;</th>"));
+        // The three charts inline, the heatmap first.
+        assert_eq!(html.matches("<svg").count(), 3);
+        assert!(html.find("Pair matrix</b>").unwrap() < html.find("Random pairings").unwrap());
+        assert!(!html.contains("<script"), "nothing runs");
+        let svg = std::fs::read_to_string(dir.path().join("charts/pairings-heatmap.svg")).unwrap();
+        assert!(
+            svg.contains("1.45") || svg.contains("1.50"),
+            "values in the cells"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("matrix.csv")).unwrap(),
+            m.to_csv()
+        );
+        let back: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("pairs.json")).unwrap())
+                .unwrap();
+        assert_eq!(back, serde_json::to_value(&a).unwrap());
+    }
+
+    #[test]
+    fn a_large_matrix_is_drawn_but_not_tabled_and_a_huge_one_neither() {
+        for (n, heatmap) in [(60, true), (101, false)] {
+            let m = Matrix::new(
+                (0..n).map(|i| format!("program-{i}")).collect(),
+                (0..n)
+                    .map(|i| (0..n).map(|j| 1.0 + ((i * j) % 7) as f64 / 10.0).collect())
+                    .collect(),
+            )
+            .unwrap();
+            let a = analyse_with(&m, 2_000, 20, 1);
+            let dir = tempfile::tempdir().unwrap();
+            write_pairs_report(&m, &a, dir.path()).unwrap();
+            let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+            assert!(!html.contains("class=\"heatmap\""), "{n}: no table");
+            assert!(html.contains("too large for a table"), "{n}");
+            assert_eq!(
+                dir.path().join("charts/pairings-heatmap.png").exists(),
+                heatmap,
+                "{n}"
+            );
+        }
+    }
 }

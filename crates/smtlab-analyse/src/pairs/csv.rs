@@ -172,11 +172,12 @@ mod tests {
                 "row 1 is named \"b\" but column 1 is \"a\"",
             ),
             (",a,a\na,1,2\na,2,1\n", "program \"a\" is named twice"),
-            (",a,b\na,1,inf\nb,inf,1\n", "cell (a, b) = inf is not a finite"),
+            (
+                ",a,b\na,1,inf\nb,inf,1\n",
+                "cell (a, b) = inf is not a finite",
+            ),
             ("", "the matrix is empty"),
             ("\n\n", "the matrix is empty"),
-            (",\n", "the matrix is empty"),
-            (",a\na,\"1\n", "unreadable CSV"),
         ];
         for (text, want) in cases {
             let e = Matrix::from_csv(text).unwrap_err().to_string();

@@ -155,19 +155,8 @@ mod tests {
         out
     }
 
-    /// A symmetric `n`-program matrix from the first cells of `upper`,
-    /// the upper triangle row by row.
     fn matrix(n: usize, upper: &[f64]) -> Matrix {
-        let mut ws = vec![vec![0.0; n]; n];
-        let mut k = 0;
-        for i in 0..n {
-            for j in i..n {
-                ws[i][j] = upper[k];
-                ws[j][i] = upper[k];
-                k += 1;
-            }
-        }
-        Matrix::new((0..n).map(|i| format!("p{i}")).collect(), ws).unwrap()
+        Matrix::from_upper(n, upper)
     }
 
     /// Every program exactly once; with an odd count, one alone.

@@ -5,6 +5,10 @@
 //! when it is made ([`Matrix::new`]), so everything downstream can index it
 //! without checking again. Its CSV form is `csv.rs`.
 
+/// 95% intervals of a matrix's cells, `[i][j]`, `None` where a cell has
+/// none.
+pub type Intervals = Vec<Vec<Option<(f64, f64)>>>;
+
 /// A checked pair matrix, with 95% intervals when it was measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
@@ -14,7 +18,7 @@ pub struct Matrix {
     pub ws: Vec<Vec<f64>>,
     /// `ci[i][j]`: the 95% interval of `ws[i][j]` where it was measured
     /// (the pairs study sets it; a matrix read from a file has none).
-    pub ci: Option<Vec<Vec<Option<(f64, f64)>>>>,
+    pub ci: Option<Intervals>,
 }
 
 /// Why a matrix is not one; every message is one line naming the row,
@@ -161,6 +165,21 @@ impl Matrix {
 }
 
 #[cfg(test)]
+impl Matrix {
+    /// The matrix of programs `p0..p{n-1}` whose upper triangle, row by
+    /// row, begins `upper` (tests: n(n+1)/2 values make one).
+    pub(crate) fn from_upper(n: usize, upper: &[f64]) -> Matrix {
+        // Row i of the upper triangle starts at i n - i (i - 1) / 2.
+        let at = |i: usize, j: usize| {
+            let (i, j) = (i.min(j), i.max(j));
+            upper[i * n - i * i.saturating_sub(1) / 2 + (j - i)]
+        };
+        let ws = (0..n).map(|i| (0..n).map(|j| at(i, j)).collect()).collect();
+        Matrix::new((0..n).map(|i| format!("p{i}")).collect(), ws).expect("a valid matrix")
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -194,7 +213,8 @@ mod tests {
 
     #[test]
     fn each_invalid_matrix_names_what_is_wrong() {
-        let cases: [(Vec<String>, Vec<Vec<f64>>, &str); 6] = [
+        type Case = (Vec<String>, Vec<Vec<f64>>, &'static str);
+        let cases: [Case; 6] = [
             (vec![], vec![], "the matrix is empty"),
             (
                 names(&["a", " "]),

@@ -1,13 +1,25 @@
-//! Pairings of programs sharing a core: the pair matrix (`matrix`), the
-//! exact best and worst schedules (`matching`), random and re-randomized
-//! schedules (`random`), and their `analysis` (JSON, text, verdict). Used by
-//! `smtlab pairs MATRIX.csv` alone and by the pairs study on its measured
-//! matrix. Files bottom-up: matrix, matching, random, analysis.
+//! Pairings of programs that share a core (Ruan et al., "Do Commodity SMT
+//! Processors Need More OS Research?", §2.2): given the pair matrix of
+//! weighted speedups, the exact best and worst schedules, the distribution
+//! of random ones, a scheduler that re-pairs at random every period, and
+//! the verdict. Used alone by `smtlab pairs MATRIX.csv` and by the pairs
+//! study on the matrix it measured.
+//!
+//! Files bottom-up: `matrix` (the checked matrix), `csv` (its file form),
+//! `matching` (exact best and worst, Edmonds' blossom), `random` (random
+//! schedules' distribution), `rerandomize`, `verdict`, `analysis` (all of
+//! it as one serializable value), `text`.
 
 pub mod analysis;
+pub mod csv;
 pub mod matching;
 pub mod matrix;
 pub mod random;
+pub mod rerandomize;
+pub mod text;
+pub mod verdict;
 
-pub use analysis::{analyse, analyse_with, render_text, PairsAnalysis, DEFAULT_TRIALS};
-pub use matrix::{Matrix, MatrixError};
+pub use analysis::{analyse, analyse_with, PairsAnalysis, DEFAULT_TRIALS};
+pub use matrix::{Intervals, Matrix, MatrixError};
+pub use text::render_text;
+pub use verdict::pair_names;

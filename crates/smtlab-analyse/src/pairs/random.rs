@@ -27,7 +27,8 @@ const CHUNK: u64 = 50_000;
 /// 0.0014 percentage points. 800 KB of counts per thread.
 pub const BINS: usize = 100_000;
 
-/// Points of the CDF reported (and drawn): one every 500 bins.
+/// Points of the CDF reported (and drawn) between the lowest and highest
+/// speedup drawn, besides its two ends.
 const CDF_POINTS: usize = 200;
 
 /// Draws uniformly random schedules of one matrix. Holds the matrix as one
@@ -88,8 +89,9 @@ pub struct RandomStats {
     pub p05: f64,
     pub p50: f64,
     pub p95: f64,
-    /// (speedup, fraction of schedules at or below it), ascending: the
-    /// upper edge of every 500th bin, from `lo` to `hi`.
+    /// (speedup, fraction of schedules at or below it), ascending: `(lo,
+    /// 0)`, then bin edges evenly spread from the lowest to the highest
+    /// speedup drawn (at most 201), then `(hi, 1)`.
     pub cdf: Vec<(f64, f64)>,
 }
 
@@ -195,20 +197,34 @@ pub fn distribution_on(
         }
         max
     };
-    let step = BINS / CDF_POINTS;
-    let mut cdf = Vec::with_capacity(CDF_POINTS + 1);
-    cdf.push((lo, 0.0));
+    // The CDF's points spread over the bins that hold draws, not over all
+    // of [lo, hi]: with many programs random schedules crowd into a narrow
+    // band far from the best and worst, which 200 points spread evenly over
+    // [lo, hi] would cross in two or three steps.
+    let mut below = Vec::with_capacity(BINS);
     let mut seen = 0u64;
-    for (k, &c) in hist.iter().enumerate() {
+    for &c in &hist {
         seen += c;
-        if (k + 1) % step == 0 {
-            let x = lo + (k + 1) as f64 / BINS as f64 * width;
-            cdf.push((x, seen as f64 / trials as f64));
+        below.push(seen);
+    }
+    let (first, last) = (bin(min), bin(max));
+    let edge = |k: usize| lo + (k + 1) as f64 / BINS as f64 * width;
+    let mut cdf = Vec::with_capacity(CDF_POINTS + 3);
+    cdf.push((lo, 0.0));
+    for t in 0..=CDF_POINTS {
+        let k = first + (last - first) * t / CDF_POINTS;
+        if cdf.last().is_some_and(|&(x, _)| x >= edge(k)) {
+            continue; // fewer bins than points: each bin once
         }
+        cdf.push((edge(k), below[k] as f64 / trials as f64));
+    }
+    if cdf.last().is_some_and(|&(x, _)| x < hi) {
+        cdf.push((hi, 1.0));
     }
     RandomStats {
         trials,
-        mean: sum / trials as f64,
+        // Adding up many equal values can round a hair past them.
+        mean: (sum / trials as f64).clamp(min, max),
         min,
         max,
         p05: at(0.05),
@@ -271,12 +287,45 @@ mod tests {
         assert!((r.p50 - 0.25).abs() < 1e-5, "{}", r.p50);
         assert!((r.p95 - 0.45).abs() < 1e-5, "{}", r.p95);
         // The CDF: 0 at the worst, a third just above it, 1 at the best.
-        assert_eq!(r.cdf.len(), CDF_POINTS + 1);
         assert_eq!(r.cdf[0], (w.speedup, 0.0));
         assert!((r.cdf[1].1 - 1.0 / 3.0).abs() < 0.005, "{:?}", r.cdf[1]);
         let last = r.cdf.last().unwrap();
         assert!((last.0 - 0.45).abs() < 1e-12 && last.1 == 1.0, "{last:?}");
-        assert!(r.cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert!(r
+            .cdf
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        assert!(
+            (200..=CDF_POINTS + 3).contains(&r.cdf.len()),
+            "{}",
+            r.cdf.len()
+        );
+    }
+
+    #[test]
+    fn the_cdf_has_its_points_where_the_draws_are() {
+        // 40 programs: random schedules fill only part of the range between
+        // the exact worst and best; the CDF still has 200 points across it.
+        let upper: Vec<f64> = (0..820)
+            .map(|k| 0.8 + (k * 7919 % 1000) as f64 / 1000.0)
+            .collect();
+        let m = Matrix::from_upper(40, &upper);
+        let (b, w) = (matching::best(&m), matching::worst(&m));
+        let r = distribution(&m, 50_000, 1, w.speedup, b.speedup);
+        // (Spread evenly over [worst, best], only about 110 would be.)
+        assert!(r.max - r.min < (b.speedup - w.speedup) * 0.6, "{r:?}");
+        let bin = (b.speedup - w.speedup) / BINS as f64;
+        let inside = r
+            .cdf
+            .iter()
+            .filter(|&&(x, _)| x >= r.min && x <= r.max + bin)
+            .count();
+        assert!(inside >= 190, "{inside} points between min and max");
+        assert_eq!(r.cdf.first(), Some(&(w.speedup, 0.0)));
+        assert_eq!(r.cdf.last(), Some(&(b.speedup, 1.0)));
+        // At the 5th percentile, about 5% of the draws are at or below.
+        let at = r.cdf.iter().find(|&&(x, _)| x >= r.p05).unwrap();
+        assert!((at.1 - 0.05).abs() < 0.01, "{at:?}");
     }
 
     #[test]
@@ -286,7 +335,10 @@ mod tests {
         for threads in [2, 3, 8] {
             assert_eq!(distribution_on(&m, 230_001, 7, 0.10, 0.45, threads), one);
         }
-        assert_ne!(distribution_on(&m, 230_001, 8, 0.10, 0.45, 2).mean, one.mean);
+        assert_ne!(
+            distribution_on(&m, 230_001, 8, 0.10, 0.45, 2).mean,
+            one.mean
+        );
         // One trial, and an all-equal matrix (lo == hi), are fine.
         let r = distribution_on(&m, 1, 7, 0.10, 0.45, 4);
         assert_eq!((r.trials, r.min, r.max, r.p50), (1, r.mean, r.mean, r.mean));
@@ -305,17 +357,7 @@ mod tests {
             upper in prop::collection::vec(0.0f64..3.0, 465),
             seed in 0u64..1000,
         ) {
-            let names = (0..n).map(|i| format!("p{i}")).collect();
-            let mut ws = vec![vec![0.0; n]; n];
-            let mut k = 0;
-            for i in 0..n {
-                for j in i..n {
-                    ws[i][j] = upper[k];
-                    ws[j][i] = upper[k];
-                    k += 1;
-                }
-            }
-            let m = Matrix::new(names, ws).unwrap();
+            let m = Matrix::from_upper(n, &upper);
             let (b, w) = (matching::best(&m), matching::worst(&m));
             let r = distribution(&m, 20_000, seed, w.speedup, b.speedup);
             prop_assert!(r.max <= b.speedup + 1e-9, "random {} above the best {}", r.max, b.speedup);

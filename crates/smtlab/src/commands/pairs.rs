@@ -13,16 +13,20 @@ use crate::output;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "The file: a square CSV, program names as the header row and first \
-                        column, WS(i,j) in each cell (symmetric; `smtlab study pairs` writes \
-                        one as matrix.csv).\n\nExamples:\n  smtlab pairs examples/pairs-4.csv\n  \
-                        smtlab pairs spec2000.csv --json --trials 10000000"
+    after_help = "The file: a square CSV, the program names as the header row (its first \
+                     cell empty) and as the first column, in the same order, and WS(i,j) in \
+                     each cell, symmetric:\n  ,a,b\n  a,1.00,1.50\n  b,1.50,1.00\n`smtlab study \
+                     pairs` writes one as matrix.csv. With an odd count one program runs alone \
+                     (WS = 1, shown as [i, i]). The same --seed gives the same numbers on any \
+                     number of cores.\n\nExamples:\n  smtlab pairs examples/pairs-4.csv\n  \
+                     smtlab pairs spec2000.csv --json\n  smtlab pairs spec2000.csv -o report/"
 )]
 pub struct PairsArgs {
     /// The matrix: a square CSV of weighted speedups
     #[arg(value_name = "MATRIX.csv")]
     pub matrix: PathBuf,
-    /// Random pairings drawn for the distribution
+    /// Uniformly random pairings drawn for the distribution (10 million of 26
+    /// programs take about a second on 2 cores; time grows with both)
     #[arg(long, value_name = "N", default_value_t = pairs::DEFAULT_TRIALS,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub trials: u64,
