@@ -73,7 +73,7 @@ pub fn check_loadable(exe: &Path, preload: &Preload) -> Result<(), PreloadError>
 }
 
 /// The child's side: 0 if `library` is mapped into this process,
-/// [`NOT_LOADED`] if not.
+/// 3 (`NOT_LOADED`) if not.
 pub fn loaded_main(library: &Path) -> i32 {
     let want = library
         .canonicalize()
