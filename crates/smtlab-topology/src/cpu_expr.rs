@@ -208,10 +208,19 @@ impl Kind {
 /// The usable PUs of `set`, grouped by core: cores in logical order, each
 /// core's PUs by OS index. Cores without a usable PU in `set` are left out.
 fn domain_cores(topo: &Topology, set: &CpuSet) -> Vec<Vec<u32>> {
-    topo.cores
+    // Only the cores holding a PU of `set`, found from its PUs: going over
+    // every core for every domain took 18 s to list 32768 L2 domains.
+    let mut core_indexes: Vec<usize> = set
         .iter()
-        .map(|core| {
-            core.cpus
+        .filter_map(|cpu| topo.pu(cpu).and_then(|p| p.core))
+        .collect();
+    core_indexes.sort_unstable();
+    core_indexes.dedup();
+    core_indexes
+        .into_iter()
+        .map(|i| {
+            topo.cores[i]
+                .cpus
                 .iter()
                 .filter(|&cpu| set.contains(cpu) && usable(topo, cpu))
                 .collect::<Vec<u32>>()

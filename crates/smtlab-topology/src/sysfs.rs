@@ -9,13 +9,14 @@
 //! POWER reports package id -1); each gap falls back to what hwloc does and
 //! is recorded in [`Topology::notes`].
 
+use std::cell::RefCell;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::assemble::assemble;
 use crate::machine::Topology;
 use crate::raw::{CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source};
-use smtlab_types::cpuset::CpuSet;
+use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SysfsError {
@@ -26,6 +27,11 @@ pub enum SysfsError {
          expected a Linux filesystem root (or an extracted dump) holding sys/ and proc/"
     )]
     NotLinuxRoot { path: PathBuf },
+    #[error(
+        "--fsroot {path}: every sys/devices/system/cpu/cpuN is above {max} (cpu{first}); \
+         expected the kernel's CPU numbers"
+    )]
+    CpuNumbersTooLarge { path: PathBuf, first: u64, max: u32 },
 }
 
 /// Read the live machine: `/` plus this process's affinity mask.
@@ -106,6 +112,107 @@ fn read_set(dir: &Path, masks: &[&str], lists: &[&str]) -> Option<CpuSet> {
         .or_else(|| lists.iter().find_map(|l| read_list(&dir.join(l))))
 }
 
+/// Reads CPU set files like [`read_list`] and [`read_set`], and remembers
+/// the ones that exist but do not parse (garbage, or a CPU past
+/// [`MAX_CPU`], which [`CpuSet`] refuses rather than allocating for
+/// `0-4294967295`), for one note: an ignored file silently changes what is
+/// allowed (a cpuset) or grouped (a node's or a cache's PUs).
+struct SetFiles<'a> {
+    root: &'a Path,
+    /// (path inside the root, why it did not parse).
+    unreadable: RefCell<Vec<(String, String)>>,
+}
+
+impl<'a> SetFiles<'a> {
+    fn new(root: &'a Path) -> Self {
+        SetFiles {
+            root,
+            unreadable: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// `None` for a missing file and for one that does not parse (noted).
+    fn list(&self, p: &Path) -> Option<CpuSet> {
+        self.parse(p, CpuSet::parse_list).ok().flatten()
+    }
+
+    /// `Ok(None)`: no such file; `Err`: there, but not a set (noted).
+    fn parse(
+        &self,
+        p: &Path,
+        parse: fn(&str) -> Result<CpuSet, CpuSetError>,
+    ) -> Result<Option<CpuSet>, ()> {
+        let Some(text) = read_string(p) else {
+            return Ok(None);
+        };
+        parse(&text).map(Some).map_err(|e| {
+            let shown = p.strip_prefix(self.root).unwrap_or(p);
+            self.unreadable
+                .borrow_mut()
+                .push((shown.display().to_string(), e.to_string()));
+        })
+    }
+
+    /// Like [`read_set`]; a file that does not parse is noted only when no
+    /// other one does (a bad mask beside a good list is no loss).
+    fn set(&self, dir: &Path, masks: &[&str], lists: &[&str]) -> Option<CpuSet> {
+        let mark = self.unreadable.borrow().len();
+        let files = masks
+            .iter()
+            .map(|m| (*m, CpuSet::parse_mask as fn(&str) -> _))
+            .chain(
+                lists
+                    .iter()
+                    .map(|l| (*l, CpuSet::parse_list as fn(&str) -> _)),
+            );
+        for (file, parse) in files {
+            if let Ok(Some(set)) = self.parse(&dir.join(file), parse) {
+                self.unreadable.borrow_mut().truncate(mark);
+                return Some(set);
+            }
+        }
+        // Keep one failure per call: the first file tried.
+        self.unreadable.borrow_mut().truncate(mark + 1);
+        None
+    }
+
+    /// The note, when some file did not parse.
+    fn note(&self) -> Option<String> {
+        let bad = self.unreadable.borrow();
+        if bad.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> = bad
+            .iter()
+            .take(3)
+            .map(|(file, why)| format!("{file} ({})", shorten(why, 100)))
+            .collect();
+        let more = match bad.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        Some(format!(
+            "{} could not be read and {} ignored: {}{more}",
+            if bad.len() == 1 {
+                "1 CPU set".to_string()
+            } else {
+                format!("{} CPU sets", bad.len())
+            },
+            if bad.len() == 1 { "was" } else { "were" },
+            shown.join(", ")
+        ))
+    }
+}
+
+/// At most `max` characters of `text`, with `…` when cut (a mask file can
+/// hold thousands).
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// `64K`, `4096K`, `24M`, or plain bytes.
 fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -116,6 +223,52 @@ fn parse_size(s: &str) -> Option<u64> {
         _ => (s, 1),
     };
     num.trim().parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// `cpuN` or `nodeN` entries (sorted by N) up to [`MAX_CPU`], the largest
+/// number a [`CpuSet`] read from text holds (so every PU and node can be
+/// named in a CPU list or `cpuset.mems`), and a note naming the others:
+/// a dump claiming `cpu4294967295` must not make a PU nothing can name.
+fn kernel_numbered(
+    root: &Path,
+    rel: &str,
+    prefix: &str,
+) -> (Vec<(u32, PathBuf)>, Vec<u64>, Option<String>) {
+    let dir = root.join(rel);
+    let mut kept = Vec::new();
+    let mut past: Vec<u64> = Vec::new();
+    for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let Some(digits) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        // Digits only (`cpufreq`, `cpuidle` are not CPUs); numbers past u64
+        // are past the limit as well.
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        match digits.parse::<u64>() {
+            Ok(n) if n <= u64::from(MAX_CPU) => kept.push((n as u32, e.path())),
+            Ok(n) => past.push(n),
+            Err(_) => past.push(u64::MAX),
+        }
+    }
+    kept.sort();
+    past.sort_unstable();
+    let note = (!past.is_empty()).then(|| {
+        let mut shown: Vec<String> = past.iter().take(8).map(u64::to_string).collect();
+        if past.len() > 8 {
+            shown.push(format!("… ({} in all)", past.len()));
+        }
+        format!(
+            "{rel}/{prefix}N above {MAX_CPU} (the largest CPU or node number smtlab handles) \
+             left out: {}",
+            shown.join(",")
+        )
+    });
+    (kept, past, note)
 }
 
 /// Numbered entries `prefixN` of a directory, sorted by N.
@@ -141,16 +294,25 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
         });
     }
     let cpu_dir = root.join("sys/devices/system/cpu");
-    let cpus = numbered_entries(&cpu_dir, "cpu");
+    let (cpus, past_limit, cpus_note) = kernel_numbered(root, "sys/devices/system/cpu", "cpu");
     if cpus.is_empty() {
-        return Err(SysfsError::NotLinuxRoot {
-            path: root.to_path_buf(),
+        return Err(match past_limit.first() {
+            Some(&first) => SysfsError::CpuNumbersTooLarge {
+                path: root.to_path_buf(),
+                first,
+                max: MAX_CPU,
+            },
+            None => SysfsError::NotLinuxRoot {
+                path: root.to_path_buf(),
+            },
         });
     }
     let mut raw = RawTopology::default();
-    let global_online = read_list(&cpu_dir.join("online"));
+    raw.notes.extend(cpus_note);
+    let files = SetFiles::new(root);
+    let global_online = files.list(&cpu_dir.join("online"));
 
-    let cpuset = read_cpuset(root);
+    let cpuset = read_cpuset(root, &files);
     raw.cpuset_source = cpuset.source.clone();
 
     let mut missing_topology = Vec::new();
@@ -171,7 +333,7 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
             online,
             allowed: cpuset.cpus.as_ref().is_none_or(|c| c.contains(*os)),
             package_id: read_i64(&t.join("physical_package_id")),
-            package_cpus: read_set(
+            package_cpus: files.set(
                 &t,
                 &["package_cpus", "core_siblings"],
                 &["package_cpus_list", "core_siblings_list"],
@@ -202,7 +364,7 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
         }
         if online {
             for (_, idx) in numbered_entries(&dir.join("cache"), "index") {
-                if let Some(c) = read_cache(&idx, *os, pu.core_cpus.as_ref()) {
+                if let Some(c) = read_cache(&files, &idx, *os, pu.core_cpus.as_ref()) {
                     any_cache = true;
                     raw.caches.push(c);
                 }
@@ -240,8 +402,9 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
             .push("no cache information in sys/devices/system/cpu/cpuN/cache".to_string());
     }
 
-    raw.nodes = read_nodes(root, cpuset.mems.as_ref());
-    raw.kinds = read_kinds(root, &cpus, &mut raw.notes);
+    raw.nodes = read_nodes(root, &files, cpuset.mems.as_ref(), &mut raw.notes);
+    raw.kinds = read_kinds(root, &files, &cpus, &mut raw.notes);
+    raw.notes.extend(files.note());
     raw.cpu_model = read_cpu_model(root);
     raw.memory_bytes = read_string(&root.join("proc/meminfo"))
         .as_deref()
@@ -249,7 +412,12 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
     Ok(raw)
 }
 
-fn read_cache(dir: &Path, cpu: u32, core_cpus: Option<&CpuSet>) -> Option<RawCache> {
+fn read_cache(
+    files: &SetFiles,
+    dir: &Path,
+    cpu: u32,
+    core_cpus: Option<&CpuSet>,
+) -> Option<RawCache> {
     let cache_type = match read_string(&dir.join("type"))?.as_str() {
         "Data" => CacheType::Data,
         "Instruction" => CacheType::Instruction,
@@ -258,7 +426,9 @@ fn read_cache(dir: &Path, cpu: u32, core_cpus: Option<&CpuSet>) -> Option<RawCac
         _ => return None,
     };
     let level = read_i64(&dir.join("level"))? as u8;
-    let mut cpus = read_set(dir, &["shared_cpu_map"], &["shared_cpu_list"]).unwrap_or_default();
+    let mut cpus = files
+        .set(dir, &["shared_cpu_map"], &["shared_cpu_list"])
+        .unwrap_or_default();
     if cpus.is_empty() {
         // IA-64 kernels print an empty sharing map: like hwloc, take the
         // cache as shared by the core's threads.
@@ -287,14 +457,21 @@ fn meminfo_total(text: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn read_nodes(root: &Path, mems: Option<&CpuSet>) -> Vec<RawNode> {
-    let node_dir = root.join("sys/devices/system/node");
-    let entries = numbered_entries(&node_dir, "node");
+fn read_nodes(
+    root: &Path,
+    files: &SetFiles,
+    mems: Option<&CpuSet>,
+    notes: &mut Vec<String>,
+) -> Vec<RawNode> {
+    let (entries, _, note) = kernel_numbered(root, "sys/devices/system/node", "node");
+    notes.extend(note);
     let mut nodes: Vec<RawNode> = entries
         .iter()
         .map(|(os, dir)| RawNode {
             os_index: *os,
-            cpus: read_set(dir, &["cpumap"], &["cpulist"]).unwrap_or_default(),
+            cpus: files
+                .set(dir, &["cpumap"], &["cpulist"])
+                .unwrap_or_default(),
             memory_bytes: read_string(&dir.join("meminfo"))
                 .as_deref()
                 .and_then(meminfo_total),
@@ -330,7 +507,12 @@ fn read_cpu_model(root: &Path) -> Option<String> {
 /// Hybrid CPUs: the kernel's PMU device lists (`cpu_core`, `cpu_atom`) when
 /// present, else cpufreq base (or maximum) frequencies, grouped. Reported
 /// only when there are two kinds or more.
-fn read_kinds(root: &Path, cpus: &[(u32, PathBuf)], notes: &mut Vec<String>) -> Vec<RawKind> {
+fn read_kinds(
+    root: &Path,
+    files: &SetFiles,
+    cpus: &[(u32, PathBuf)],
+    notes: &mut Vec<String>,
+) -> Vec<RawKind> {
     let freq = |os: u32, file: &str| -> Option<u32> {
         let dir = root.join(format!("sys/devices/system/cpu/cpu{os}/cpufreq"));
         read_i64(&dir.join(file))
@@ -349,13 +531,14 @@ fn read_kinds(root: &Path, cpus: &[(u32, PathBuf)], notes: &mut Vec<String>) -> 
     };
     let mut kinds = Vec::new();
     for (name, dev) in [("P-core", "cpu_core"), ("E-core", "cpu_atom")] {
-        if let Some(set) = read_list(
-            &root
-                .join("sys/bus/event_source/devices")
-                .join(dev)
-                .join("cpus"),
-        )
-        .or_else(|| read_list(&root.join("sys/devices").join(dev).join("cpus")))
+        if let Some(set) = files
+            .list(
+                &root
+                    .join("sys/bus/event_source/devices")
+                    .join(dev)
+                    .join("cpus"),
+            )
+            .or_else(|| files.list(&root.join("sys/devices").join(dev).join("cpus")))
         {
             let first = set.first();
             kinds.push(RawKind {
@@ -434,25 +617,37 @@ fn mounts(root: &Path) -> Vec<Mount> {
         .collect()
 }
 
-/// Look for `files` in `mount/path`, then its parents up to the mount point:
-/// a child cgroup without a cpuset file inherits its parent's.
-fn find_up(root: &Path, mount: &str, path: &str, files: &[&str]) -> Option<(CpuSet, String)> {
+/// Look for `names` in `mount/path`, then its parents up to the mount point:
+/// a child cgroup without a cpuset file inherits its parent's. One that is
+/// there but does not parse ends the search (noted by `files`): it is the
+/// set in effect, unknown, and like hwloc nothing is restricted then,
+/// rather than guessing from the parent.
+fn find_up(
+    root: &Path,
+    files: &SetFiles,
+    mount: &str,
+    path: &str,
+    names: &[&str],
+) -> Option<(CpuSet, String)> {
     let mut rel = PathBuf::from(path.trim_start_matches('/'));
     loop {
-        for f in files {
+        let mut unreadable = false;
+        for f in names {
             let shown = Path::new(mount).join(&rel).join(f);
             let p = root.join(shown.strip_prefix("/").unwrap_or(&shown));
-            if let Some(set) = read_list(&p) {
-                return Some((set, shown.display().to_string()));
+            match files.parse(&p, CpuSet::parse_list) {
+                Ok(Some(set)) => return Some((set, shown.display().to_string())),
+                Ok(None) => {}
+                Err(_) => unreadable = true,
             }
         }
-        if !rel.pop() {
+        if unreadable || !rel.pop() {
             return None;
         }
     }
 }
 
-fn read_cpuset(root: &Path) -> CpusetFacts {
+fn read_cpuset(root: &Path, files: &SetFiles) -> CpusetFacts {
     let mounts = mounts(root);
     let cgroup = read_string(&root.join("proc/self/cgroup")).unwrap_or_default();
     let mut v1_path = None;
@@ -470,8 +665,8 @@ fn read_cpuset(root: &Path) -> CpusetFacts {
         }
     }
     let lookup = |mount: &Mount, path: &str, cpus: &[&str], mems: &[&str]| {
-        let c = find_up(root, &mount.point, path, cpus);
-        let m = find_up(root, &mount.point, path, mems);
+        let c = find_up(root, files, &mount.point, path, cpus);
+        let m = find_up(root, files, &mount.point, path, mems);
         c.map(|(cpus, src)| CpusetFacts {
             cpus: Some(cpus),
             mems: m.map(|(m, _)| m),
@@ -678,12 +873,20 @@ mod tests {
                 .any(|n| n.contains("topology/")),
             "a sound machine has no such note"
         );
+        // Garbage, negative, huge and missing, for both files (the sibling
+        // list also without the CPU itself, and huge as a mask).
         for (file, text, shown) in [
             ("core_id", Some("abc\n"), "`abc`"),
             ("core_id", Some("-3\n"), "`-3`"),
             ("core_id", Some("99999999999\n"), "`99999999999`"),
             ("core_id", None, "missing"),
             ("thread_siblings_list", Some("x-y\n"), "`x-y`"),
+            ("thread_siblings_list", Some("-1\n"), "`-1`"),
+            (
+                "thread_siblings_list",
+                Some("0-4294967295\n"),
+                "`0-4294967295`",
+            ),
             ("thread_siblings_list", None, "missing"),
             (
                 "thread_siblings_list",
@@ -709,6 +912,142 @@ mod tests {
                 "{file} {text:?}: {n:?}"
             );
         }
+        // A mask with a bit past CPU 65535 (thread_siblings, read before
+        // the list): the list is used, so nothing is said.
+        let n = notes(&|root: &Path| {
+            let mut mask = "2".to_string();
+            mask.push_str(&",00000000".repeat(2048));
+            fs::write(root.join(cpu1).join("thread_siblings"), mask).unwrap();
+        });
+        assert!(!n.iter().any(|l| l.contains("topology/")), "{n:?}");
+        let n = notes(&|root: &Path| {
+            fs::write(
+                root.join(cpu1).join("thread_siblings"),
+                "1".to_string() + &"0".repeat(20_000),
+            )
+            .unwrap();
+            fs::remove_file(root.join(cpu1).join("thread_siblings_list")).unwrap();
+        });
+        assert!(
+            n.iter().any(|l| l
+                .starts_with("topology/thread_siblings of CPUs 1 is missing or not valid (`10000")),
+            "{n:?}"
+        );
+    }
+
+    #[test]
+    fn cpu_and_node_numbers_past_the_limit_are_left_out_with_a_note() {
+        // cpuN and nodeN directories are the kernel's numbers; a dump that
+        // claims CPU 4294967295 must not make a PU no CPU list can name
+        // (lists stop at MAX_CPU), nor anything sized by the number.
+        let dir = tempfile::tempdir().unwrap();
+        two_cores(dir.path(), |root| {
+            for n in ["70000", "4294967295"] {
+                put(
+                    root,
+                    &format!("sys/devices/system/cpu/cpu{n}/topology/core_id"),
+                    "0\n",
+                );
+            }
+            put(root, "sys/devices/system/node/node0/cpulist", "0-3\n");
+            put(root, "sys/devices/system/node/node99999/cpulist", "0\n");
+        });
+        let t = read_root(dir.path()).unwrap();
+        assert_eq!(t.all().to_list(), "0-3");
+        let ids: Vec<u32> = t.numa_nodes.iter().map(|n| n.os_index).collect();
+        assert_eq!(ids, [0]);
+        let note = |what: &str| {
+            t.notes
+                .iter()
+                .find(|n| n.contains(what))
+                .cloned()
+                .unwrap_or_else(|| panic!("no note about {what}: {:?}", t.notes))
+        };
+        assert_eq!(
+            note("cpuN"),
+            "sys/devices/system/cpu/cpuN above 65535 (the largest CPU or node number smtlab \
+             handles) left out: 70000,4294967295"
+        );
+        assert_eq!(
+            note("nodeN"),
+            "sys/devices/system/node/nodeN above 65535 (the largest CPU or node number smtlab \
+             handles) left out: 99999"
+        );
+
+        // Only such CPUs: not a machine, said in one line.
+        let dir = tempfile::tempdir().unwrap();
+        put(
+            dir.path(),
+            "sys/devices/system/cpu/cpu4294967295/topology/core_id",
+            "0\n",
+        );
+        let e = read_root(dir.path()).unwrap_err();
+        assert!(matches!(e, SysfsError::CpuNumbersTooLarge { .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.ends_with(
+                ": every sys/devices/system/cpu/cpuN is above 65535 (cpu4294967295); \
+                 expected the kernel's CPU numbers"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn cpu_sets_that_do_not_parse_are_said_in_a_note_not_dropped_silently() {
+        // `0-4294967295` must not allocate a set of 4 billion CPUs (CpuSet
+        // refuses past MAX_CPU); the file is then ignored, and the user told
+        // which file and why, since ignoring a cpuset makes every PU allowed
+        // and ignoring a node's list leaves it without CPUs.
+        let dir = tempfile::tempdir().unwrap();
+        two_cores(dir.path(), |root| {
+            put(root, "sys/devices/system/cpu/online", "0-4294967295\n");
+            put(
+                root,
+                "sys/devices/system/node/node0/cpulist",
+                "0-4294967295\n",
+            );
+            put(root, "proc/self/cpuset", "/job\n");
+            put(
+                root,
+                "proc/mounts",
+                "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n",
+            );
+            put(root, "sys/fs/cgroup/cpuset/cpuset.cpus", "0-1\n");
+            put(
+                root,
+                "sys/fs/cgroup/cpuset/job/cpuset.cpus",
+                "0-4294967295\n",
+            );
+        });
+        let t = read_root(dir.path()).unwrap();
+        assert_eq!(t.online().to_list(), "0-3", "per-CPU online files");
+        assert_eq!(
+            t.allowed().to_list(),
+            "0-3",
+            "like hwloc, an unreadable cpuset restricts nothing (not its parent's)"
+        );
+        let n: Vec<&String> = t.notes.iter().filter(|n| n.contains("CPU sets")).collect();
+        assert_eq!(n.len(), 1, "{:?}", t.notes);
+        let n = n[0];
+        for part in [
+            "3 CPU sets could not be read and were ignored: ",
+            "sys/devices/system/cpu/online (CPU 4294967295 in `0-4294967295` is larger than 65535)",
+            "sys/devices/system/node/node0/cpulist (CPU 4294967295",
+            "sys/fs/cgroup/cpuset/job/cpuset.cpus (CPU 4294967295",
+        ] {
+            assert!(n.contains(part), "{part}: {n}");
+        }
+        // A sound dump has no such note (the fixtures are checked too).
+        let dir = tempfile::tempdir().unwrap();
+        sparse_root(dir.path());
+        let t = read_root(dir.path()).unwrap();
+        assert!(
+            !t.notes.iter().any(|n| n.contains("CPU sets")),
+            "{:?}",
+            t.notes
+        );
     }
 
     #[test]
