@@ -105,7 +105,7 @@ struct HtmlContext<'a> {
     verdicts: &'a [String],
     recommendations: Vec<RecView>,
     limits: &'a [String],
-    tables: &'a [Table],
+    tables: Vec<&'a Table>,
     chart_groups: Vec<ChartGroup>,
     chart_count: usize,
     model_verdicts: Vec<VerdictView>,
@@ -181,7 +181,13 @@ fn html(
             })
             .collect(),
         limits: input.limits,
-        tables: input.tables,
+        // The heatmap is the pair matrix: its table is not shown twice
+        // (summary.md, which has no heatmap, keeps it).
+        tables: input
+            .tables
+            .iter()
+            .filter(|t| input.pairs.is_none() || !t.title.starts_with("Pair matrix"))
+            .collect(),
         chart_count: drawn.len(),
         chart_groups: groups,
         model_verdicts: a

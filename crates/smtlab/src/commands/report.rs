@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use smtlab_store::{RunStatus, Store};
+use smtlab_study::findings::Findings;
 use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
 use smtlab_types::Table;
 
@@ -63,8 +64,14 @@ pub fn render_table(t: &Table) -> String {
 
 /// Tables, verdicts, recommendations, limits, notes and the report's path.
 pub fn render_findings(b: &ReportedRun) -> String {
+    render_findings_of(b, &b.findings)
+}
+
+/// [`render_findings`] with the study's tables and verdicts given apart
+/// (a caller that has already printed some of them leaves them out).
+pub fn render_findings_of(b: &ReportedRun, findings: &Findings) -> String {
     let mut s = String::new();
-    for t in &b.findings.tables {
+    for t in &findings.tables {
         s.push('\n');
         s.push_str(&render_table(t));
     }
@@ -76,7 +83,7 @@ pub fn render_findings(b: &ReportedRun) -> String {
             }
         }
     };
-    section(&mut s, "Verdicts", &b.findings.verdicts);
+    section(&mut s, "Verdicts", &findings.verdicts);
     let recs: Vec<String> = b
         .analysis
         .recommendations

@@ -196,9 +196,14 @@ fn render_extras(reports: &[PointSummary]) -> String {
             .map(|(k, v)| {
                 if k.ends_with("_share") {
                     format!("{k} {:.1}%", v * 100.0)
-                } else {
+                } else if v.fract() == 0.0 || v.abs() >= 1000.0 {
                     // Counts (a median of two may end in .5).
                     format!("{k} {v:.0}")
+                } else if v.abs() >= 0.001 {
+                    // Rates (a co-run part's operations per second).
+                    format!("{k} {}", table_value(*v, ""))
+                } else {
+                    format!("{k} {v:.3e}")
                 }
             })
             .collect();

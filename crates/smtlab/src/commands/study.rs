@@ -347,11 +347,19 @@ fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &ReportedRun) -> S
     s.push_str(&format!("smtlab study {kind}: {}\n\n", kind.question()));
     let reports: Vec<_> = b.data.points.iter().map(|p| p.summary.clone()).collect();
     s.push_str(&results::render_table(run_id, status, &reports));
-    if let Some(a) = b.pairs.as_ref().and_then(|p| p.analysis.as_ref()) {
-        s.push('\n');
-        s.push_str(&smtlab_analyse::pairs::render_text(a));
+    match b.pairs.as_ref().and_then(|p| p.analysis.as_ref()) {
+        Some(a) => {
+            s.push('\n');
+            s.push_str(&smtlab_analyse::pairs::render_text(a));
+            // The analysis text already shows the matrix with its intervals
+            // and the verdict: the report's copies are not printed again.
+            let mut rest = b.findings.clone();
+            rest.tables.retain(|t| !t.title.starts_with("Pair matrix"));
+            rest.verdicts.retain(|v| *v != a.verdict);
+            s.push_str(&report::render_findings_of(b, &rest));
+        }
+        None => s.push_str(&report::render_findings(b)),
     }
-    s.push_str(&report::render_findings(b));
     s
 }
 
