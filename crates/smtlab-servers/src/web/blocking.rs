@@ -1,0 +1,1 @@
+//! The per-connection loop of the blocking models (`process`, `thread`). Not built yet.
