@@ -37,17 +37,8 @@ pub struct RandomJson {
     pub p95: f64,
 }
 
-/// A re-randomizing scheduler after `periods` periods, over `schedulers`
-/// simulated ones.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RerandomizedJson {
-    pub periods: u32,
-    pub schedulers: usize,
-    pub mean: f64,
-    pub p05: f64,
-    pub p50: f64,
-    pub p95: f64,
-}
+/// A re-randomizing scheduler's spread in the JSON: [`Rerandomized`] as it is.
+pub type RerandomizedJson = Rerandomized;
 
 /// The analysis. Its JSON starts with the keys scripts rely on, in this
 /// order: `programs`, `matrix`, `best`, `worst`, `random`; then
@@ -108,17 +99,7 @@ pub fn analyse_with(m: &Matrix, trials: u64, schedulers: usize, seed: u64) -> Pa
             p50: r.p50,
             p95: r.p95,
         },
-        rerandomization: rr
-            .iter()
-            .map(|x| RerandomizedJson {
-                periods: x.periods,
-                schedulers: x.schedulers,
-                mean: x.mean,
-                p05: x.p05,
-                p50: x.p50,
-                p95: x.p95,
-            })
-            .collect(),
+        rerandomization: rr,
         cdf: r.cdf.iter().map(|&(x, y)| [x, y]).collect(),
         ci: m.ci.as_ref().map(|ci| {
             ci.iter()

@@ -26,8 +26,9 @@ const BLOCK: usize = 1_000;
 
 /// A re-randomizing scheduler's speedup after `periods` periods, over
 /// `schedulers` simulated ones: the mean, and the 5th, 50th and 95th
-/// percentiles (linear between ranks).
-#[derive(Debug, Clone, PartialEq)]
+/// percentiles (linear between ranks). Serialized as it is in the analysis'
+/// JSON.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Rerandomized {
     pub periods: u32,
     pub schedulers: usize,
