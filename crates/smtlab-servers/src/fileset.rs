@@ -310,10 +310,19 @@ mod tests {
         assert_eq!(set.files[35].path, "/dir00000/class3_8");
         assert_eq!(set.files[35].size, 921_600);
         assert_eq!(set.find("/dir00001/class2_3").unwrap().size, 40_960);
-        for bad in ["/dir00002/class0_0", "/dir0001/class0_0", "/dir00000/class4_0", "/dir00000/class0_9", "/x"] {
+        for bad in [
+            "/dir00002/class0_0",
+            "/dir0001/class0_0",
+            "/dir00000/class4_0",
+            "/dir00000/class0_9",
+            "/x",
+        ] {
             assert!(set.find(bad).is_none(), "{bad}");
         }
-        assert_eq!(FileSet::with_total_bytes(50_000_000).unwrap().dirs, DEFAULT_DIRS);
+        assert_eq!(
+            FileSet::with_total_bytes(50_000_000).unwrap().dirs,
+            DEFAULT_DIRS
+        );
         assert!(FileSet::with_total_bytes(1000).is_err());
         assert!(FileSet::with_dirs(MAX_DIRS + 1).is_err());
     }
@@ -384,9 +393,14 @@ mod tests {
             assert!((share - CLASS_MIX[c]).abs() < 0.01, "class {c}: {share}");
         }
         // Class 1's most popular file (rank 1) against rank 2: about 2x.
-        let ranks: Vec<usize> = (0..set.files.len()).filter(|&i| set.files[i].class == 1).collect();
+        let ranks: Vec<usize> = (0..set.files.len())
+            .filter(|&i| set.files[i].class == 1)
+            .collect();
         let ratio = count[ranks[0]] as f64 / count[ranks[1]] as f64;
         assert!((1.8..2.2).contains(&ratio), "{ratio}");
-        assert!(count[ranks[ranks.len() - 1]] > 0, "the last rank is asked too");
+        assert!(
+            count[ranks[ranks.len() - 1]] > 0,
+            "the last rank is asked too"
+        );
     }
 }

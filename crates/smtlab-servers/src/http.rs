@@ -461,11 +461,17 @@ mod tests {
             panic!()
         };
         assert_eq!(request.path, "/a b");
-        assert_eq!((request.method, request.minor, request.keep_alive), (Method::Get, 1, true));
+        assert_eq!(
+            (request.method, request.minor, request.keep_alive),
+            (Method::Get, 1, true)
+        );
         let Parsed::Request { request, used: u2 } = parse_request(&two.as_bytes()[used..]) else {
             panic!()
         };
-        assert_eq!((request.method, request.minor, request.keep_alive), (Method::Head, 0, false));
+        assert_eq!(
+            (request.method, request.minor, request.keep_alive),
+            (Method::Head, 0, false)
+        );
         assert_eq!(used + u2, two.len());
         let Parsed::Request { request, .. } =
             req("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
@@ -481,37 +487,69 @@ mod tests {
         assert!(!request.keep_alive);
         // A body is read and dropped.
         let with_body = "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET";
-        assert!(matches!(req(with_body), Parsed::Request { used, .. } if used == with_body.len() - 3));
-        assert_eq!(req("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nab"), Parsed::Partial);
+        assert!(
+            matches!(req(with_body), Parsed::Request { used, .. } if used == with_body.len() - 3)
+        );
+        assert_eq!(
+            req("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nab"),
+            Parsed::Partial
+        );
         assert_eq!(req("GET / HTTP/1.1\r\nHo"), Parsed::Partial);
     }
 
     #[test]
     fn bad_requests_get_their_status() {
         assert_eq!(status_of("garbage\r\n\r\n"), Status::BadRequest);
-        assert_eq!(status_of("GET / HTTP/1.1\r\n\r\n"), Status::BadRequest, "no Host");
-        assert_eq!(status_of("GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n"), Status::BadRequest);
-        assert_eq!(status_of("GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n"), Status::BadRequest);
-        assert_eq!(status_of("GET /%00 HTTP/1.1\r\nHost: h\r\n\r\n"), Status::BadRequest);
-        assert_eq!(status_of("POST / HTTP/1.1\r\nHost: h\r\n\r\n"), Status::MethodNotAllowed);
+        assert_eq!(
+            status_of("GET / HTTP/1.1\r\n\r\n"),
+            Status::BadRequest,
+            "no Host"
+        );
+        assert_eq!(
+            status_of("GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(
+            status_of("GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(
+            status_of("GET /%00 HTTP/1.1\r\nHost: h\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(
+            status_of("POST / HTTP/1.1\r\nHost: h\r\n\r\n"),
+            Status::MethodNotAllowed
+        );
         assert_eq!(
             status_of("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 9999999\r\n\r\n"),
             Status::PayloadTooLarge
         );
-        let long = format!("GET /{} HTTP/1.1\r\nHost: h\r\n\r\n", "a".repeat(MAX_URI_BYTES));
+        let long = format!(
+            "GET /{} HTTP/1.1\r\nHost: h\r\n\r\n",
+            "a".repeat(MAX_URI_BYTES)
+        );
         assert_eq!(status_of(&long), Status::UriTooLong);
         let endless = format!("GET /{}", "a".repeat(MAX_HEAD_BYTES));
         assert_eq!(status_of(&endless), Status::UriTooLong);
-        let big = format!("GET / HTTP/1.1\r\nHost: h\r\nX: {}\r\n", "a".repeat(MAX_HEAD_BYTES));
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: h\r\nX: {}\r\n",
+            "a".repeat(MAX_HEAD_BYTES)
+        );
         assert_eq!(status_of(&big), Status::HeaderFieldsTooLarge);
-        let many: String = (0..MAX_HEADERS + 1).map(|i| format!("X{i}: y\r\n")).collect();
+        let many: String = (0..MAX_HEADERS + 1)
+            .map(|i| format!("X{i}: y\r\n"))
+            .collect();
         assert_eq!(
             status_of(&format!("GET / HTTP/1.1\r\nHost: h\r\n{many}\r\n")),
             Status::HeaderFieldsTooLarge
         );
         let r = error_response(Status::MethodNotAllowed, 1);
         let head = String::from_utf8(r.head).unwrap();
-        assert!(head.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"), "{head}");
+        assert!(
+            head.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
+            "{head}"
+        );
         assert!(head.contains("Allow: GET, HEAD\r\n") && head.ends_with("\r\n\r\n"));
         assert!(head.contains("Connection: close\r\n"));
     }
@@ -526,7 +564,14 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
         let site = Site::new(&root).unwrap();
         assert_eq!(site.open("/d/f").unwrap().len, 5);
-        for bad in ["/../secret", "/d/../../secret", "/out", "/d", "/missing", "/d/f/x"] {
+        for bad in [
+            "/../secret",
+            "/d/../../secret",
+            "/out",
+            "/d",
+            "/missing",
+            "/d/f/x",
+        ] {
             assert_eq!(site.open(bad).unwrap_err(), Status::NotFound, "{bad}");
         }
     }
@@ -569,6 +614,8 @@ mod tests {
         };
         let r = respond(&site, &request);
         assert!(r.body.is_empty() && !r.keep_alive);
-        assert!(String::from_utf8(r.head).unwrap().contains("Content-Length: 5\r\n"));
+        assert!(String::from_utf8(r.head)
+            .unwrap()
+            .contains("Content-Length: 5\r\n"));
     }
 }

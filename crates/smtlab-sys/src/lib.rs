@@ -7,6 +7,7 @@
 //! * `gate.rs`: the start gate that holds a child just before its exec;
 //! * `signals.rs`: signal forwarding to a child, the Ctrl-C flag of a run,
 //!   workers that ignore Ctrl-C;
+//! * `signal_defaults.rs`: default signal actions again in a forked worker;
 //! * `shared_memory.rs`: atomic words shared between processes;
 //! * `clock.rs`: the monotonic clock that windows are measured on;
 //! * `permissions.rs`: our user id and `noexec` mounts.
@@ -23,6 +24,7 @@ mod clock;
 mod gate;
 mod permissions;
 mod shared_memory;
+mod signal_defaults;
 mod signals;
 
 pub use affinity::{current_affinity, set_affinity, thread_affinity};
@@ -31,6 +33,7 @@ pub use clock::monotonic_s;
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
 pub use permissions::{euid, is_noexec};
 pub use shared_memory::SharedWords;
+pub use signal_defaults::default_signal_actions;
 pub use signals::{
     ignore_sigint, interrupt_flag, interrupted_exit_code, SignalForwarding, FORWARDED_SIGNALS,
 };

@@ -48,6 +48,8 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Best, worst and random pairings of programs sharing a core, from a pair matrix (CSV)
     Pairs(commands::pairs::PairsArgs),
+    /// Run one of smtlab's servers in the foreground (web: a static HTTP server)
+    Serve(commands::serve::ServeArgs),
     /// Compare the matching points of two runs: ratio and 95% CI
     Compare(commands::compare::CompareArgs),
     /// List the runs in a store
@@ -93,6 +95,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Study(a) => commands::study::run(*a),
         Command::Report(a) => commands::report::run(a),
         Command::Pairs(a) => commands::pairs::run(a),
+        Command::Serve(a) => commands::serve::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),

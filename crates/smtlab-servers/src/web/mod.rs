@@ -252,6 +252,9 @@ impl Drop for Server {
 
 /// Start `config.model` on `listener` (bound by the caller, e.g. to
 /// `127.0.0.1:0`; the kernel's port is [`Server::addr`]).
+///
+/// [`Model::Process`] forks its workers: start it only while the calling
+/// process has a single thread (it refuses otherwise; see [`process`]).
 pub fn start(config: &ServerConfig, listener: TcpListener) -> io::Result<Server> {
     if config.workers == 0 {
         return Err(io::Error::new(

@@ -14,6 +14,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod show;
 pub mod study;
 pub mod topology;

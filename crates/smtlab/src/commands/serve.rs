@@ -1,0 +1,402 @@
+//! `smtlab serve web --model M --threads N --listen ADDR [--root DIR]
+//! [--files SIZE] [--cpus LIST] [--param helpers=K] [--request-timeout D]`:
+//! one of the web server's architectures in the foreground, for curl, wrk,
+//! ab or a browser — and for `smtlab run -w web`, which starts it as a
+//! child and reads its lines.
+//!
+//! The contract with those readers: the first line on stdout, flushed as
+//! soon as the server accepts connections, is exactly
+//! `listening on http://IP:PORT/ model=M workers=N root=DIR`; on SIGINT or
+//! SIGTERM the server stops (listener closed, workers ended and reaped,
+//! a generated root removed), then one last line `stats: {ServerStats as
+//! JSON}`, and exit 0. Bad input is one line naming the flag, exit 2.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use smtlab_servers::fileset::{FileSet, DEFAULT_DIRS};
+use smtlab_servers::web::{self, Model, ServerConfig};
+use smtlab_sys as sys;
+use smtlab_types::{CpuSet, MAX_WORKERS};
+
+use crate::exit::usage;
+use crate::flags;
+
+/// Most helper threads `--param helpers=K` takes.
+const MAX_HELPERS: usize = 1024;
+/// How often the foreground loop looks at the SIGINT/SIGTERM flag.
+const POLL: Duration = Duration::from_millis(50);
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(subcommand)]
+    pub server: Served,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Served {
+    /// The static HTTP server (GET and HEAD of files under a root) in one
+    /// of four architectures
+    Web(WebArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Architectures: process (N forked worker processes, each serving one connection at a time: \
+Apache prefork), thread (N threads of one process, likewise), event (N epoll loops), \
+staged (accept, parse, file and send stages with queues between them).
+
+The first line on stdout, once the server accepts connections, is
+  listening on http://IP:PORT/ model=M workers=N root=DIR
+(with the real port when ADDR's port is 0). Ctrl-C or SIGTERM stops the server cleanly: \
+every worker ended and reaped, a generated root removed; a last line `stats: {...}` gives \
+its counters as JSON, and the exit status is 0.
+
+Without --root, the SPECweb96-like file set (--files SIZE, default about 51 MB) is written \
+to a temporary directory removed when the server stops; with --root DIR and --files SIZE \
+it is written into DIR (kept, and not written again next time); with --root DIR alone, DIR \
+is served as it is.
+
+A connection that has not sent a whole request head within --request-timeout (also the \
+longest a keep-alive connection may stay idle) gets 408 and is closed; with the blocking \
+models (process, thread) such a client holds one worker that long, as with Apache.
+
+Examples:
+  smtlab serve web --model thread --threads 2 --listen 127.0.0.1:8080
+  smtlab serve web --model process --threads 4 --listen 0.0.0.0:8080 --root /srv/web --files 500MB
+  smtlab serve web --model event --threads 1 --listen 127.0.0.1:0 --cpus 1 --param helpers=2")]
+pub struct WebArgs {
+    /// The architecture: process, thread, event or staged
+    #[arg(long, value_name = "M", value_parser = flags::parsed::<ModelArg>)]
+    pub model: ModelArg,
+
+    /// Workers: processes, threads or event loops (for staged, the
+    /// threads of each stage)
+    #[arg(long, value_name = "N", value_parser = flags::parsed::<WorkersArg>)]
+    pub threads: WorkersArg,
+
+    /// The address to listen on, IP:PORT (port 0: the kernel picks one,
+    /// shown on the first line)
+    #[arg(long, value_name = "ADDR", value_parser = flags::parsed::<ListenArg>)]
+    pub listen: ListenArg,
+
+    /// Serve this directory (default: a generated file set in a temporary
+    /// directory)
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// The size of the SPECweb96-like file set to write, e.g. 5MB, 50MB,
+    /// 500MB (whole directories of about 5.1 MB)
+    #[arg(long, value_name = "SIZE", value_parser = flags::parsed::<FilesArg>)]
+    pub files: Option<FilesArg>,
+
+    /// Run on these CPUs only, worker k on the k-th of the list (wrapping
+    /// around): a CPU list such as 0 or 0,2-3
+    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpusArg>)]
+    pub cpus: Option<CpusArg>,
+
+    /// helpers=K: the event model's helper threads for opening and reading
+    /// files (Flash's AMPED)
+    #[arg(long, value_name = "KEY=VALUE", value_parser = flags::param)]
+    pub param: Vec<(String, String)>,
+
+    /// Longest wait for a whole request head, and longest idle keep-alive
+    /// connection: e.g. 1s, 500ms [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = flags::seconds("--request-timeout"))]
+    pub request_timeout: Option<f64>,
+}
+
+/// `--model M`.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelArg(Model);
+
+impl FromStr for ModelArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ModelArg, String> {
+        s.trim()
+            .parse()
+            .map(ModelArg)
+            .map_err(|e| format!("--model {s}: {e}"))
+    }
+}
+
+/// `--threads N`: 1 to [`MAX_WORKERS`].
+#[derive(Debug, Clone, Copy)]
+pub struct WorkersArg(usize);
+
+impl FromStr for WorkersArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WorkersArg, String> {
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(WorkersArg(n)),
+            _ => Err(format!(
+                "--threads {s}: expected a number of workers from 1 to {MAX_WORKERS}"
+            )),
+        }
+    }
+}
+
+/// `--listen ADDR`.
+#[derive(Debug, Clone, Copy)]
+pub struct ListenArg(SocketAddr);
+
+impl FromStr for ListenArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ListenArg, String> {
+        s.trim().parse().map(ListenArg).map_err(|_| {
+            format!(
+                "--listen {s}: expected IP:PORT, such as 127.0.0.1:8080, 0.0.0.0:0 or [::1]:8080"
+            )
+        })
+    }
+}
+
+/// `--files SIZE`: the file set of about that size.
+#[derive(Debug, Clone)]
+pub struct FilesArg(FileSet);
+
+impl FromStr for FilesArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FilesArg, String> {
+        let bytes = parse_size(s).ok_or_else(|| {
+            format!("--files {s}: expected a size such as 5MB, 50MB, 500MB or 2GB")
+        })?;
+        FileSet::with_total_bytes(bytes)
+            .map(FilesArg)
+            .map_err(|e| format!("--files {s}: {e}"))
+    }
+}
+
+/// A size in bytes: a number (decimals allowed) and an optional unit, B,
+/// KB, MB, GB (powers of 1000; K, M, G alike) or KiB, MiB, GiB.
+fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let bytes = value * scale;
+    // Past a petabyte is a typo (the file set caps far below anyway).
+    (bytes.is_finite() && bytes < 1e15).then_some(bytes as u64)
+}
+
+/// `--cpus LIST`: a non-empty CPU list.
+#[derive(Debug, Clone)]
+pub struct CpusArg(CpuSet);
+
+impl FromStr for CpusArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CpusArg, String> {
+        match CpuSet::parse_list(s) {
+            Ok(set) if !set.is_empty() => Ok(CpusArg(set)),
+            Ok(_) => Err(format!(
+                "--cpus {s}: no CPU listed; expected a list such as 0 or 0,2-3"
+            )),
+            Err(e) => Err(format!("--cpus {s}: {e}")),
+        }
+    }
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    match a.server {
+        Served::Web(w) => web(w),
+    }
+}
+
+/// `--param helpers=K`, refused for a model that has no helpers.
+fn helpers(params: &[(String, String)], model: Model) -> anyhow::Result<usize> {
+    let mut helpers = 0;
+    for (key, value) in params {
+        if key != "helpers" {
+            return Err(usage(format!(
+                "--param {key}={value}: the web server has one parameter, helpers=K (event model)"
+            )));
+        }
+        if model != Model::Event {
+            return Err(usage(format!(
+                "--param helpers={value}: only the event model has helper threads, not {model}"
+            )));
+        }
+        helpers = value
+            .parse::<usize>()
+            .ok()
+            .filter(|&h| h <= MAX_HELPERS)
+            .ok_or_else(|| {
+                usage(format!(
+                    "--param helpers={value}: expected a number of helper threads from 0 to \
+                     {MAX_HELPERS}"
+                ))
+            })?;
+    }
+    Ok(helpers)
+}
+
+/// Restrict this process (and so every worker it makes) to `cpus`.
+fn restrict_to(cpus: &CpuSet) -> anyhow::Result<()> {
+    let allowed = sys::current_affinity().context("reading this process's CPU affinity")?;
+    if let Some(cpu) = cpus.difference(&allowed).first() {
+        return Err(usage(format!(
+            "--cpus {cpus}: CPU {cpu} is not one this process may run on; allowed: {allowed}"
+        )));
+    }
+    sys::set_affinity(0, cpus).map_err(|e| usage(format!("--cpus {cpus}: {e}")))
+}
+
+fn web(a: WebArgs) -> anyhow::Result<i32> {
+    let model = a.model.0;
+    let workers = a.threads.0;
+    let helpers = helpers(&a.param, model)?;
+    if let (Some(root), None) = (&a.root, &a.files) {
+        if !root.is_dir() {
+            return Err(usage(format!(
+                "--root {}: no such directory; give an existing directory, or add --files SIZE \
+                 to write the file set into it",
+                root.display()
+            )));
+        }
+    }
+    if let Some(cpus) = &a.cpus {
+        restrict_to(&cpus.0)?;
+    }
+    // From here on SIGINT and SIGTERM only set the flag: the loop below
+    // stops the server, so workers are reaped and a temporary root removed.
+    let stop = sys::interrupt_flag().context("installing the SIGINT/SIGTERM handler")?;
+    let addr = a.listen.0;
+    let listener = TcpListener::bind(addr).map_err(|e| usage(format!("--listen {addr}: {e}")))?;
+
+    // The document root (a temporary one is removed when `temp` drops,
+    // on every path out of this function).
+    let mut temp = None;
+    let root = match a.root {
+        Some(dir) => {
+            if let Some(set) = &a.files {
+                set.0.write_to(&dir).map_err(|e| {
+                    usage(format!(
+                        "--root {}: cannot write the file set: {e}",
+                        dir.display()
+                    ))
+                })?;
+            }
+            dir
+        }
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("smtlab-web-")
+                .tempdir()
+                .context("creating a temporary document root")?;
+            let set = match a.files {
+                Some(f) => f.0,
+                None => FileSet::with_dirs(DEFAULT_DIRS).context("the default file set")?,
+            };
+            set.write_to(dir.path())
+                .with_context(|| format!("writing the file set into {}", dir.path().display()))?;
+            let path = dir.path().to_path_buf();
+            temp = Some(dir);
+            path
+        }
+    };
+    let root = root.canonicalize().unwrap_or(root);
+
+    let mut config = ServerConfig::new(model, workers, root.clone());
+    config.helpers = helpers;
+    config.worker_cpus = a.cpus.map(|c| c.0.iter().collect()).unwrap_or_default();
+    if let Some(s) = a.request_timeout {
+        config.request_timeout = Duration::from_secs_f64(s);
+    }
+    // Started while this process has one thread: the process model forks.
+    let server = web::start(&config, listener).map_err(|e| match e.kind() {
+        io::ErrorKind::Unsupported => usage(format!("--model {model}: {e}")),
+        _ => anyhow::Error::new(e).context(format!("starting the {model} server")),
+    })?;
+
+    let mut out = io::stdout();
+    writeln!(
+        out,
+        "listening on http://{}/ model={model} workers={workers} root={}",
+        server.addr(),
+        root.display()
+    )
+    .and_then(|()| out.flush())
+    .context("writing to stdout")?;
+
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(POLL);
+    }
+
+    let stats = server.stats();
+    server.stop().context("stopping the server")?;
+    if let Some(dir) = temp {
+        dir.close()
+            .context("removing the temporary document root")?;
+    }
+    let json = serde_json::to_string(&stats).context("the server's statistics as JSON")?;
+    writeln!(out, "stats: {json}")
+        .and_then(|()| out.flush())
+        .context("writing to stdout")?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_decimal_and_binary_units() {
+        assert_eq!(parse_size("5MB"), Some(5_000_000));
+        assert_eq!(parse_size("500mb"), Some(500_000_000));
+        assert_eq!(parse_size("0.5GB"), Some(500_000_000));
+        assert_eq!(parse_size("2MiB"), Some(2 * 1024 * 1024));
+        assert_eq!(parse_size("1234"), Some(1234));
+        assert_eq!(parse_size("5 MB"), Some(5_000_000));
+        for bad in ["", "MB", "5XB", "-5MB", "5..1MB", "1e20"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        assert!("5MB".parse::<FilesArg>().is_ok());
+        let e = "0MB".parse::<FilesArg>().unwrap_err();
+        assert!(e.starts_with("--files 0MB: "), "{e}");
+    }
+
+    #[test]
+    fn flags_name_themselves_when_refused() {
+        let e = "0".parse::<WorkersArg>().unwrap_err();
+        assert!(e.starts_with("--threads 0: "), "{e}");
+        assert!("65536".parse::<WorkersArg>().is_err());
+        assert_eq!("65535".parse::<WorkersArg>().unwrap().0, 65_535);
+        let e = "apache".parse::<ModelArg>().unwrap_err();
+        assert!(
+            e.starts_with("--model apache: ") && e.contains("process"),
+            "{e}"
+        );
+        let e = "localhost".parse::<ListenArg>().unwrap_err();
+        assert!(e.starts_with("--listen localhost: "), "{e}");
+        assert!("".parse::<CpusArg>().is_err());
+        assert_eq!("0,2-3".parse::<CpusArg>().unwrap().0.len(), 3);
+    }
+
+    #[test]
+    fn helpers_are_for_the_event_model_only() {
+        let p = |v: &str| vec![("helpers".to_string(), v.to_string())];
+        assert_eq!(helpers(&p("2"), Model::Event).unwrap(), 2);
+        assert!(helpers(&p("2"), Model::Thread).is_err());
+        assert!(helpers(&p("x"), Model::Event).is_err());
+        assert!(helpers(&[("other".into(), "1".into())], Model::Event).is_err());
+        assert_eq!(helpers(&[], Model::Process).unwrap(), 0);
+    }
+}

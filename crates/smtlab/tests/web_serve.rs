@@ -1,0 +1,828 @@
+//! `smtlab serve web`: the web server's architectures end to end, through
+//! the binary, on 127.0.0.1 port 0. Each test loops over [`MODELS`], so an
+//! architecture joins every test by adding its name there.
+//!
+//! What is checked: every class of file byte for byte (the file set's
+//! content function), HEAD, HTTP/1.0 and 1.1, keep-alive, pipelining,
+//! `Connection: close`, 304, the error statuses, nothing outside the root;
+//! hostile clients (one byte a second, half-closed, reset) while others are
+//! served; a clean stop on SIGTERM and SIGINT (the `stats:` line, no worker
+//! left, the generated root removed); bad input as one line and exit 2.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+use smtlab_servers::fileset::{BodyCheck, FileSet, FileSpec};
+
+/// The architectures under test.
+const MODELS: [&str; 2] = ["process", "thread"];
+/// Architectures being built elsewhere: until they are, `serve` says so.
+const COMING: [&str; 2] = ["event", "staged"];
+/// `--request-timeout` of the hostile-client tests: the slow client sends
+/// a byte a second, so its 408 arrives half-way between two of its bytes.
+const TIMEOUT: &str = "1500ms";
+
+/// A running `smtlab serve web`, killed and reaped when dropped.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    /// The root from the first line.
+    root: PathBuf,
+    /// stdout lines after the first.
+    lines: mpsc::Receiver<String>,
+}
+
+impl Serve {
+    /// Start `model` with `threads` workers and the flags in `extra`; wait
+    /// for the first line.
+    fn start(model: &str, threads: usize, extra: &[&str]) -> Serve {
+        let threads = threads.to_string();
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+            .args(["serve", "web", "--model", model, "--threads", &threads])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut serve = Serve {
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            root: PathBuf::new(),
+            lines,
+        };
+        let first = serve
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{model}: no first line"));
+        // listening on http://IP:PORT/ model=M workers=N root=DIR
+        let words: Vec<&str> = first.split(' ').collect();
+        assert_eq!(&words[..2], ["listening", "on"], "{first}");
+        assert_eq!(words[3], format!("model={model}"), "{first}");
+        assert_eq!(words[4], format!("workers={threads}"), "{first}");
+        let url = words[2];
+        serve.addr = url
+            .strip_prefix("http://")
+            .and_then(|u| u.strip_suffix('/'))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_ne!(serve.addr.port(), 0);
+        serve.root = PathBuf::from(words[5].strip_prefix("root=").unwrap());
+        serve
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Send `sig`, wait for the exit (10 s at most), return the status and
+    /// the remaining stdout lines.
+    fn stop(mut self, sig: Signal) -> (ExitStatus, Vec<String>) {
+        kill(Pid::from_raw(self.pid()), sig).unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < until, "the server did not stop on {sig}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut rest = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            rest.push(line);
+        }
+        (status, rest)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One response as read off a connection.
+#[derive(Debug)]
+struct Resp {
+    /// `HTTP/1.1 200 OK`.
+    status_line: String,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn check_body(&self, file: &FileSpec) {
+        assert_eq!(self.status, 200, "{}: {}", file.path, self.status_line);
+        let mut check = BodyCheck::new(&file.path, file.size);
+        check.feed(&self.body);
+        check
+            .finish()
+            .unwrap_or_else(|e| panic!("{}: {e}", file.path));
+    }
+}
+
+/// A client connection: requests written, responses read in order.
+struct Conn {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Conn {
+            writer: s.try_clone().unwrap(),
+            reader: BufReader::new(s),
+        }
+    }
+
+    fn send(&mut self, raw: &str) {
+        self.writer.write_all(raw.as_bytes()).unwrap();
+    }
+
+    /// Read one response; `head` when it answers a HEAD (no body follows).
+    fn read(&mut self, head: bool) -> Resp {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        let status_line = line.trim_end().to_string();
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("not a status line: {status_line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (n, v) = l.split_once(':').unwrap();
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+        let mut r = Resp {
+            status_line,
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if !head && status != 304 {
+            let len: usize = r.header("Content-Length").unwrap().parse().unwrap();
+            r.body = vec![0; len];
+            self.reader.read_exact(&mut r.body).unwrap();
+        }
+        r
+    }
+
+    /// Whether the server closed the connection (EOF within 5 s).
+    fn closed(&mut self) -> bool {
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut b = [0u8; 1];
+        matches!(self.reader.read(&mut b), Ok(0))
+    }
+}
+
+fn get(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n")
+}
+
+/// One request on a new connection, one response.
+fn once(addr: SocketAddr, raw: &str) -> (Resp, Conn) {
+    let mut c = Conn::open(addr);
+    c.send(raw);
+    let head = raw.starts_with("HEAD ");
+    (c.read(head), c)
+}
+
+/// One file of each class of the one-directory set.
+fn one_of_each_class() -> Vec<FileSpec> {
+    let set = FileSet::with_dirs(1).unwrap();
+    (0..4)
+        .map(|c| {
+            set.files
+                .iter()
+                .filter(|f| f.class == c)
+                .nth(4)
+                .unwrap()
+                .clone()
+        })
+        .collect()
+}
+
+/// A root for `serve --root DIR --files 5MB`, inside `dir`.
+fn root_in(dir: &Path) -> String {
+    dir.join("root").to_str().unwrap().to_string()
+}
+
+#[test]
+fn every_class_byte_for_byte_with_keep_alive_pipelining_head_and_304() {
+    let files = one_of_each_class();
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root_in(dir.path());
+        let s = Serve::start(model, 2, &["--root", &root, "--files", "5MB"]);
+
+        // HTTP/1.1 keep-alive: every class, then HEAD, a 404, a 304, all on
+        // one connection.
+        let mut c = Conn::open(s.addr);
+        for f in &files {
+            c.send(&get(&f.path));
+            let r = c.read(false);
+            r.check_body(f);
+            assert!(r.status_line.starts_with("HTTP/1.1 200 OK"), "{model}");
+            assert!(r.header("Connection").is_none(), "{model}: {:?}", r.headers);
+        }
+        let big = &files[3];
+        c.send(&format!("HEAD {} HTTP/1.1\r\nHost: t\r\n\r\n", big.path));
+        let r = c.read(true);
+        assert_eq!(r.status, 200, "{model}");
+        assert_eq!(
+            r.header("Content-Length"),
+            Some(big.size.to_string().as_str())
+        );
+        c.send(&get("/dir00000/nothing"));
+        assert_eq!(
+            c.read(false).status,
+            404,
+            "{model}: a 404 keeps the connection"
+        );
+        let last_modified = r.header("Last-Modified").unwrap().to_string();
+        c.send(&format!(
+            "GET {} HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {last_modified}\r\n\r\n",
+            big.path
+        ));
+        let r = c.read(false);
+        assert_eq!(r.status, 304, "{model}: {}", r.status_line);
+        assert!(r.body.is_empty());
+        c.send(&format!(
+            "GET {} HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n\r\n",
+            files[0].path
+        ));
+        c.read(false).check_body(&files[0]);
+
+        // Pipelined: three requests in one write, answered in order.
+        let order = [&files[2], &files[0], &files[1]];
+        let batch: String = order.iter().map(|f| get(&f.path)).collect();
+        let mut p = Conn::open(s.addr);
+        p.send(&batch);
+        for f in order {
+            p.read(false).check_body(f);
+        }
+        // A blocking worker stays with its connection until the client
+        // closes it (or it idles past the timeout): free both workers.
+        drop((c, p));
+
+        // HTTP/1.0 closes after the response unless asked to keep alive.
+        let (r, mut c10) = once(s.addr, &format!("GET {} HTTP/1.0\r\n\r\n", files[1].path));
+        r.check_body(&files[1]);
+        assert!(
+            r.status_line.starts_with("HTTP/1.0 200 OK"),
+            "{}",
+            r.status_line
+        );
+        assert!(c10.closed(), "{model}: HTTP/1.0 closes");
+        let mut k10 = Conn::open(s.addr);
+        for f in &files[..2] {
+            k10.send(&format!(
+                "GET {} HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                f.path
+            ));
+            let r = k10.read(false);
+            r.check_body(f);
+            assert_eq!(r.header("Connection"), Some("keep-alive"));
+        }
+        drop(k10);
+
+        // Connection: close is honoured.
+        let (r, mut cc) = once(
+            s.addr,
+            &format!(
+                "GET {} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+                files[0].path
+            ),
+        );
+        r.check_body(&files[0]);
+        assert_eq!(r.header("Connection"), Some("close"));
+        assert!(cc.closed(), "{model}: Connection: close");
+    }
+}
+
+#[test]
+fn bad_requests_get_their_status_and_nothing_outside_the_root_is_served() {
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(dir.path().join("secret"), "TOP SECRET\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("outdir")).unwrap();
+        let s = Serve::start(
+            model,
+            2,
+            &["--root", root.to_str().unwrap(), "--files", "5MB"],
+        );
+
+        let statuses = [
+            (
+                "POST /dir00000/class0_0 HTTP/1.1\r\nHost: t\r\n\r\n".to_string(),
+                405,
+            ),
+            ("garbage\r\n\r\n".to_string(), 400),
+            ("GET / HTTP/1.1\r\n\r\n".to_string(), 400),
+            (
+                format!(
+                    "GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+                    "a".repeat(20_000)
+                ),
+                431,
+            ),
+            (
+                format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(5000)),
+                414,
+            ),
+            (
+                "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n".to_string(),
+                413,
+            ),
+        ];
+        for (raw, want) in &statuses {
+            let (r, mut c) = once(s.addr, raw);
+            assert_eq!(r.status, *want, "{model}: {}", &raw[..raw.len().min(40)]);
+            assert!(c.closed(), "{model}: {want} closes the connection");
+            if *want == 405 {
+                assert_eq!(r.header("Allow"), Some("GET, HEAD"));
+            }
+        }
+        for path in [
+            "/../secret",
+            "/%2e%2e/secret",
+            "/dir00000/../../secret",
+            "/out",
+            "/outdir/secret",
+        ] {
+            let (r, _) = once(s.addr, &get(path));
+            assert_eq!(r.status, 404, "{model}: {path}");
+            assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"));
+        }
+        // Still serving.
+        let f = &one_of_each_class()[0];
+        once(s.addr, &get(&f.path)).0.check_body(f);
+    }
+}
+
+/// A client that sends `request` one byte a second until the server
+/// answers; returns the answer and how long it took.
+fn one_byte_a_second(addr: SocketAddr, request: &'static str) -> (String, Duration) {
+    let t = Instant::now();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut got = Vec::new();
+    for b in request.bytes().take(10) {
+        if s.write_all(&[b]).is_err() {
+            break;
+        }
+        let mut buf = [0u8; 512];
+        match s.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                got.extend_from_slice(&buf[..n]);
+                break;
+            }
+            Ok(_) => break,
+            Err(_) => {} // a second passed without an answer
+        }
+    }
+    (String::from_utf8_lossy(&got).into_owned(), t.elapsed())
+}
+
+#[test]
+fn hostile_clients_do_not_stop_the_server_serving_others() {
+    let files = one_of_each_class();
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root_in(dir.path());
+        let s = Serve::start(
+            model,
+            2,
+            &[
+                "--root",
+                &root,
+                "--files",
+                "5MB",
+                "--request-timeout",
+                TIMEOUT,
+            ],
+        );
+        let addr = s.addr;
+        let slow = std::thread::spawn(move || {
+            one_byte_a_second(addr, "GET /dir00000/class0_0 HTTP/1.1\r\nHost: t\r\n\r\n")
+        });
+        std::thread::sleep(Duration::from_millis(100));
+
+        // Half-closed after a whole request: still answered.
+        let mut half = TcpStream::connect(addr).unwrap();
+        half.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        half.write_all(get(&files[1].path).as_bytes()).unwrap();
+        half.shutdown(Shutdown::Write).unwrap();
+        let mut all = Vec::new();
+        half.read_to_end(&mut all).unwrap();
+        let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert!(all.starts_with(b"HTTP/1.1 200 OK"), "{model}");
+        let mut check = BodyCheck::new(&files[1].path, files[1].size);
+        check.feed(&all[at..]);
+        check.finish().unwrap();
+
+        // Reset: the largest file asked for many times, then closed unread.
+        {
+            let mut reset = TcpStream::connect(addr).unwrap();
+            reset
+                .write_all(get(&files[3].path).repeat(20).as_bytes())
+                .unwrap();
+        }
+        // Garbage, and a client that connects and leaves at once.
+        let _ = once(addr, "\x16\x03\x01garbage\r\n\r\n");
+        drop(TcpStream::connect(addr).unwrap());
+
+        // Everyone else is served promptly while the slow client holds a
+        // worker: well within the 1.5 s it may hold it.
+        for f in files.iter().cycle().take(12) {
+            let t = Instant::now();
+            once(addr, &get(&f.path)).0.check_body(f);
+            assert!(
+                t.elapsed() < Duration::from_millis(900),
+                "{model}: {} took {:?} beside a slow client",
+                f.path,
+                t.elapsed()
+            );
+        }
+        let (answer, took) = slow.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{model}: {answer:?}");
+        assert!(
+            took >= Duration::from_millis(1400) && took < Duration::from_secs(4),
+            "{model}: 408 after {took:?}"
+        );
+        let (status, lines) = s.stop(Signal::SIGTERM);
+        assert_eq!(status.code(), Some(0), "{model}");
+        let stats = stats_of(&lines);
+        assert!(
+            stats["counters"]["timeouts"].as_u64().unwrap() >= 1,
+            "{stats}"
+        );
+        assert_eq!(stats["counters"]["open_connections"], 0, "{model}: {stats}");
+    }
+}
+
+#[test]
+fn with_one_blocking_worker_a_slow_client_delays_others_by_the_timeout_at_most() {
+    // As in Apache prefork with one process: the slow client holds the only
+    // worker until its request timeout, then the next client is served.
+    let f = &one_of_each_class()[1];
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root_in(dir.path());
+        let s = Serve::start(
+            model,
+            1,
+            &[
+                "--root",
+                &root,
+                "--files",
+                "5MB",
+                "--request-timeout",
+                TIMEOUT,
+            ],
+        );
+        let addr = s.addr;
+        let slow = std::thread::spawn(move || one_byte_a_second(addr, "GET / HTTP/1.1\r\n\r\n"));
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        once(addr, &get(&f.path)).0.check_body(f);
+        assert!(
+            t.elapsed() < Duration::from_millis(2500),
+            "{model}: {:?}",
+            t.elapsed()
+        );
+        assert!(
+            slow.join().unwrap().0.starts_with("HTTP/1.1 408 "),
+            "{model}"
+        );
+    }
+}
+
+/// The `stats:` line among `lines` (it must be the last), parsed.
+fn stats_of(lines: &[String]) -> Value {
+    assert_eq!(lines.len(), 1, "one line after the first: {lines:?}");
+    let json = lines[0].strip_prefix("stats: ").expect("a stats: line");
+    serde_json::from_str(json).unwrap()
+}
+
+/// CPUs this process may run on, from /proc/self/status.
+fn cpus_allowed(pid: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Children of `pid`, from /proc/*/stat.
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so after the ')'.
+        let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
+            continue;
+        };
+        let ppid: i32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            out.push(e.file_name().to_str().unwrap().parse().unwrap());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn sigterm_and_sigint_stop_cleanly_with_stats_and_no_worker_left() {
+    let allowed = cpus_allowed("self");
+    let two_cpus = allowed == "0-1" || allowed.starts_with("0-") || allowed.starts_with("0,1");
+    if !two_cpus {
+        support::skip(&format!(
+            "the pinning checks need CPUs 0 and 1; allowed: {allowed}"
+        ));
+    }
+    let files = one_of_each_class();
+    for model in MODELS {
+        for sig in [Signal::SIGTERM, Signal::SIGINT] {
+            // No --root: a generated root in a temporary directory.
+            let mut extra = vec!["--files", "5MB"];
+            if two_cpus {
+                extra.extend(["--cpus", "0-1"]);
+            }
+            let s = Serve::start(model, 2, &extra);
+            assert!(s.root.join("dir00000/class3_8").is_file());
+            // 3 requests on one keep-alive connection, 2 on their own.
+            let mut c = Conn::open(s.addr);
+            for f in &files[..3] {
+                c.send(&get(&f.path));
+                c.read(false).check_body(f);
+            }
+            drop(c);
+            for f in &files[2..] {
+                once(s.addr, &format!("GET {} HTTP/1.0\r\n\r\n", f.path))
+                    .0
+                    .check_body(f);
+            }
+            let pid = s.pid();
+            let children = children_of(pid);
+            if model == "process" {
+                assert_eq!(children.len(), 2, "{model}: workers {children:?}");
+                if two_cpus {
+                    // Forked in order: worker k on CPU k.
+                    for (k, w) in children.iter().enumerate() {
+                        assert_eq!(cpus_allowed(&w.to_string()), k.to_string(), "worker {k}");
+                    }
+                }
+            } else {
+                assert!(children.is_empty(), "{model}: {children:?}");
+                if two_cpus {
+                    for k in 0..2 {
+                        let task = std::fs::read_dir(format!("/proc/{pid}/task"))
+                            .unwrap()
+                            .flatten()
+                            .find(|t| {
+                                std::fs::read_to_string(t.path().join("comm"))
+                                    .is_ok_and(|c| c.trim() == format!("web-thread-{k}"))
+                            })
+                            .unwrap();
+                        let tid = task.file_name().to_str().unwrap().to_string();
+                        assert_eq!(cpus_allowed(&format!("{pid}/task/{tid}")), k.to_string());
+                    }
+                }
+            }
+            let root = s.root.clone();
+            let (status, lines) = s.stop(sig);
+            assert_eq!(status.code(), Some(0), "{model} {sig}");
+            let stats = stats_of(&lines);
+            assert_eq!(stats["counters"]["requests"], 5, "{model} {sig}: {stats}");
+            assert_eq!(
+                stats["counters"]["by_class"][0], 5,
+                "{model} {sig}: {stats}"
+            );
+            assert_eq!(
+                stats["counters"]["connections"], 3,
+                "{model} {sig}: {stats}"
+            );
+            let pids: Vec<i32> = stats["pids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_i64().unwrap() as i32)
+                .collect();
+            if model == "process" {
+                assert_eq!(pids, children, "{model}: the workers' pids");
+                assert_eq!(stats["processes"], 3);
+            } else {
+                assert_eq!(pids, vec![pid]);
+            }
+            for p in pids.iter().chain(&children) {
+                assert!(
+                    !Path::new(&format!("/proc/{p}")).exists(),
+                    "{model}: {p} left"
+                );
+            }
+            assert!(!root.exists(), "{model}: the generated root was removed");
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let base = |model: &'static str, threads: &'static str, listen: &str| -> Vec<String> {
+        [
+            "serve",
+            "web",
+            "--model",
+            model,
+            "--threads",
+            threads,
+            "--listen",
+            listen,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let cases: Vec<(Vec<String>, &[&str], &str)> = vec![
+        (base("apache", "1", "127.0.0.1:0"), &[], "--model"),
+        (base("thread", "0", "127.0.0.1:0"), &[], "--threads"),
+        (base("thread", "70000", "127.0.0.1:0"), &[], "--threads"),
+        (base("thread", "x", "127.0.0.1:0"), &[], "--threads"),
+        (base("thread", "1", "nope"), &[], "--listen"),
+        (base("thread", "1", "127.0.0.1:99999"), &[], "--listen"),
+        (base("thread", "1", &taken), &[], "--listen"),
+        (
+            base("process", "1", "127.0.0.1:0"),
+            &["--root", "/nonexistent/smtlab"],
+            "--root",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--files", "5XB"],
+            "--files",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--files", "0MB"],
+            "--files",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--param", "helpers=2"],
+            "--param",
+        ),
+        (
+            base("event", "1", "127.0.0.1:0"),
+            &["--param", "nope=1"],
+            "--param",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--cpus", "60000"],
+            "--cpus",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--cpus", "a"],
+            "--cpus",
+        ),
+        (
+            base("thread", "1", "127.0.0.1:0"),
+            &["--request-timeout", "0s"],
+            "--request-timeout",
+        ),
+        (
+            vec!["serve".into(), "web".into(), "--threads".into(), "1".into()],
+            &[],
+            "--model",
+        ),
+    ];
+    for (mut args, extra, needle) in cases {
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        support::assert_usage_error(&args, needle);
+    }
+}
+
+#[test]
+fn models_not_built_yet_say_so_in_one_line() {
+    for model in COMING {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+            .args(["serve", "web", "--model", model, "--threads", "1"])
+            .args(["--listen", "127.0.0.1:0", "--files", "5MB"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        if first.starts_with("listening on ") {
+            // Built since: it must stop cleanly like the others.
+            kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+            assert_eq!(child.wait().unwrap().code(), Some(0), "{model}");
+            continue;
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{model}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{model}: {err}");
+        assert!(err.contains("--model"), "{model}: {err}");
+    }
+}
+
+#[test]
+fn curl_fetches_every_class_byte_for_byte() {
+    if Command::new("curl").arg("--version").output().is_err() {
+        support::skip("curl is not installed");
+        return;
+    }
+    let files = one_of_each_class();
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root_in(dir.path());
+        let s = Serve::start(model, 1, &["--root", &root, "--files", "5MB"]);
+        for f in &files {
+            let out = Command::new("curl")
+                .args(["-sS", "--max-time", "10", "-o", "-"])
+                .arg(format!("http://{}{}", s.addr, f.path))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{model}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut check = BodyCheck::new(&f.path, f.size);
+            check.feed(&out.stdout);
+            check
+                .finish()
+                .unwrap_or_else(|e| panic!("{model} {}: {e}", f.path));
+        }
+        let out = Command::new("curl")
+            .args(["-sSI", "--max-time", "10"])
+            .arg(format!("http://{}{}", s.addr, files[2].path))
+            .output()
+            .unwrap();
+        let head = String::from_utf8_lossy(&out.stdout);
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{model}: {head}");
+        assert!(
+            head.contains(&format!("Content-Length: {}", files[2].size)),
+            "{head}"
+        );
+    }
+}
