@@ -50,6 +50,8 @@ enum Command {
     Pairs(commands::pairs::PairsArgs),
     /// Run one of smtlab's servers in the foreground (web: a static HTTP server)
     Serve(commands::serve::ServeArgs),
+    /// Load a server: HTTP requests/s and latency, closed or open loop, bodies verified
+    Load(commands::load::LoadArgs),
     /// Compare the matching points of two runs: ratio and 95% CI
     Compare(commands::compare::CompareArgs),
     /// List the runs in a store
@@ -96,6 +98,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Report(a) => commands::report::run(a),
         Command::Pairs(a) => commands::pairs::run(a),
         Command::Serve(a) => commands::serve::run(a),
+        Command::Load(a) => commands::load::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),

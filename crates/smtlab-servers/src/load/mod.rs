@@ -1,14 +1,63 @@
 //! The HTTP load generator behind `smtlab load http URL` and the `web`
-//! workload's samples. Not built yet: the types below are the contract the
-//! CLI and `smtlab-execute` are written against.
+//! workload's samples: [`run`] drives a server with a [`LoadConfig`] and
+//! returns a [`LoadReport`].
+//!
+//! * `client.rs`: one client thread, a mio event loop over its share of the
+//!   connections, closed or open loop;
+//! * `connection.rs`: one non-blocking connection (connect, write, read);
+//! * `response.rs`: responses parsed from whatever bytes arrived (httparse);
+//! * `open_loop.rs`: the open loop's intended send times, from which every
+//!   latency is measured (no coordinated omission);
+//! * `urls.rs`: which path each request asks for, and its body check;
+//! * `record.rs`: latencies (HdrHistogram), answers, errors by kind;
+//! * `cpu.rs`: the client's own CPU time and when it was the bottleneck;
+//! * [`client_cpus`]: which CPUs `smtlab load` pins itself to (those the
+//!   server does not use).
+//!
+//! What the window holds: in a closed loop, the requests that ended in it
+//! (as wrk counts); in an open loop, the requests intended in it, each
+//! with its latency from its intended time — the run goes on after the
+//! window (at most the request timeout) until they have ended, and those
+//! without an answer by then are timeouts, so a stall at the very end is
+//! not lost either. Errors count only the kinds that happened.
+//!
+//! Before the run one connection is opened and closed to check that the
+//! server is there ([`LoadError::Unreachable`] if not); a server counting
+//! connections sees it.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::fileset::FileSet;
+
+pub mod client_cpus;
+
+mod client;
+mod connection;
+mod cpu;
+mod open_loop;
+mod record;
+mod response;
+mod urls;
+
+pub use cpu::CLIENT_BOUND_SHARE;
+
+/// The most connections a run opens.
+pub const MAX_CONNECTIONS: usize = 100_000;
+/// The most client threads.
+pub const MAX_THREADS: usize = 1024;
+/// The highest open-loop rate, requests/s (one per nanosecond: far past
+/// what any client sends; a bound so the schedule's arithmetic holds).
+pub const MAX_RATE: f64 = 1e9;
+/// The longest duration, warm-up or request timeout: 30 days.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+/// How long the reachability check waits for a connection at most.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Which URLs to ask for.
 #[derive(Debug, Clone)]
@@ -84,4 +133,233 @@ pub struct LoadReport {
     /// The client, not the server, limited the throughput (its CPUs were
     /// saturated): every output says so.
     pub client_bound: bool,
+}
+
+/// Why a load run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0} connections: expected 1 to {MAX_CONNECTIONS}")]
+    Connections(usize),
+    #[error("{0} client threads: expected 1 to {MAX_THREADS}")]
+    Threads(usize),
+    #[error(
+        "{threads} client threads for {connections} connections: every thread needs at least \
+         one connection"
+    )]
+    ThreadsAboveConnections { threads: usize, connections: usize },
+    #[error("rate {0} requests/s: expected a finite number above 0, at most {MAX_RATE:e}")]
+    Rate(f64),
+    #[error("{what} {given:?}: expected {least} to 30 days")]
+    Duration {
+        what: &'static str,
+        given: Duration,
+        least: &'static str,
+    },
+    #[error("no path to ask for: the URL list is empty")]
+    NoPaths,
+    #[error(
+        "path {0:?}: expected a path that starts with / and has no spaces or control characters"
+    )]
+    BadPath(String),
+    #[error("host {0:?}: a Host header has no spaces or control characters")]
+    BadHost(String),
+    // The io errors are in the messages, not sources: each is one line.
+    #[error("cannot connect to {target}: {error}")]
+    Unreachable {
+        target: SocketAddr,
+        error: io::Error,
+    },
+    #[error("pinning client thread {thread} to CPU {cpu}: {error}")]
+    Affinity {
+        thread: usize,
+        cpu: u32,
+        error: io::Error,
+    },
+    #[error("{what}: {error}")]
+    Io {
+        what: &'static str,
+        error: io::Error,
+    },
+    /// A thread was told not to start because another could not be made.
+    #[error("the run was called off before it started")]
+    CalledOff,
+    #[error("a client thread panicked")]
+    Panicked,
+}
+
+/// Check a configuration's bounds (what `run` checks first).
+pub fn check(config: &LoadConfig) -> Result<(), LoadError> {
+    if !(1..=MAX_CONNECTIONS).contains(&config.connections) {
+        return Err(LoadError::Connections(config.connections));
+    }
+    if !(1..=MAX_THREADS).contains(&config.threads) {
+        return Err(LoadError::Threads(config.threads));
+    }
+    if config.threads > config.connections {
+        return Err(LoadError::ThreadsAboveConnections {
+            threads: config.threads,
+            connections: config.connections,
+        });
+    }
+    if let Some(r) = config.rate {
+        if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
+            return Err(LoadError::Rate(r));
+        }
+    }
+    let durations = [
+        ("duration", config.duration, false),
+        ("warm-up", config.warmup, true),
+        ("request timeout", config.request_timeout, false),
+    ];
+    for (what, given, zero_ok) in durations {
+        if given > MAX_DURATION || (given.is_zero() && !zero_ok) {
+            let least = if zero_ok { "0" } else { "more than 0" };
+            return Err(LoadError::Duration { what, given, least });
+        }
+    }
+    let clean = |s: &str| !s.is_empty() && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !clean(&config.host) {
+        return Err(LoadError::BadHost(config.host.clone()));
+    }
+    if let Urls::List(paths) = &config.urls {
+        if paths.is_empty() {
+            return Err(LoadError::NoPaths);
+        }
+        if let Some(bad) = paths.iter().find(|p| !p.starts_with('/') || !clean(p)) {
+            return Err(LoadError::BadPath(bad.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Load the server as `config` says and report what was measured. Takes
+/// the warm-up plus the duration (an open loop up to the request timeout
+/// longer, to let the window's last requests finish).
+pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
+    check(config)?;
+    std::net::TcpStream::connect_timeout(&config.target, config.request_timeout.min(PROBE_TIMEOUT))
+        .map_err(|error| LoadError::Unreachable {
+            target: config.target,
+            error,
+        })?;
+    let paths = match &config.urls {
+        Urls::Mix(set) => urls::Paths::mix(set),
+        Urls::List(list) => urls::Paths::list(list),
+    };
+    let plans: Vec<client::ThreadPlan> = (0..config.threads)
+        .map(|k| client::ThreadPlan {
+            index: k,
+            connections: config.connections / config.threads
+                + usize::from(k < config.connections % config.threads),
+            cpu: (!config.cpus.is_empty()).then(|| config.cpus[k % config.cpus.len()]),
+            rate: config.rate.map(|r| {
+                // Thread k's requests are k/R after thread 0's: together
+                // they go out evenly, R per second.
+                (
+                    r / config.threads as f64,
+                    Duration::from_secs_f64(k as f64 / r),
+                )
+            }),
+        })
+        .collect();
+
+    let results: Vec<Result<client::ThreadResult, LoadError>> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        let mut starts = Vec::new();
+        let mut spawn_error = None;
+        let (ready_tx, ready_rx) = mpsc::channel::<bool>();
+        for plan in plans {
+            let (tx, rx) = mpsc::channel::<Instant>();
+            let paths = &paths;
+            let ready = ready_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("smtlab-load-{}", plan.index))
+                .spawn_scoped(scope, move || {
+                    client::run_thread(config, paths, plan, ready, rx)
+                });
+            match spawned {
+                Ok(h) => {
+                    handles.push(h);
+                    starts.push(tx);
+                }
+                Err(error) => {
+                    spawn_error = Some(LoadError::Io {
+                        what: "starting a client thread",
+                        error,
+                    });
+                    break;
+                }
+            }
+        }
+        drop(ready_tx);
+        // Every thread pinned and set up (a thread that failed says so, or
+        // hangs up by ending): only then does the run start.
+        let all_ready =
+            spawn_error.is_none() && (0..handles.len()).all(|_| ready_rx.recv().unwrap_or(false));
+        if all_ready {
+            let begin = Instant::now();
+            for tx in &starts {
+                let _ = tx.send(begin);
+            }
+        }
+        // Dropping the senders calls the threads off when one failed.
+        drop(starts);
+        let mut results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(LoadError::Panicked)))
+            .collect();
+        if let Some(e) = spawn_error {
+            results.insert(0, Err(e));
+        }
+        results
+    });
+
+    // The error of the thread that failed, rather than the others'
+    // `CalledOff`.
+    let mut finished = Vec::new();
+    let mut failed: Option<LoadError> = None;
+    for r in results {
+        match r {
+            Ok(t) => finished.push(t),
+            Err(e) => {
+                if failed
+                    .as_ref()
+                    .is_none_or(|f| matches!(f, LoadError::CalledOff))
+                {
+                    failed = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut merged: Option<record::Record> = None;
+    let mut cpu_s = 0.0;
+    for r in finished {
+        cpu_s += r.cpu.as_secs_f64();
+        match &mut merged {
+            Some(m) => m.merge(&r.record),
+            None => merged = Some(r.record),
+        }
+    }
+    let merged = merged.expect("at least one thread");
+    let seconds = config.duration.as_secs_f64();
+    let allowed = smtlab_sys::current_affinity().ok().map(|s| s.len());
+    let cpus = cpu::client_cpus(config.threads, &config.cpus, allowed);
+    let share = cpu::share(cpu_s, seconds, cpus);
+    Ok(LoadReport {
+        requests: merged.requests,
+        ok: merged.ok,
+        errors: merged.errors_by_kind(),
+        bytes: merged.bytes,
+        seconds,
+        requests_per_s: merged.requests as f64 / seconds,
+        mbit_per_s: merged.bytes as f64 * 8.0 / seconds / 1e6,
+        latency_us: merged.latency_us(),
+        late_sends: merged.late_sends,
+        client_cpu_s: cpu_s,
+        client_cpu_share: share,
+        client_bound: share >= CLIENT_BOUND_SHARE,
+    })
 }

@@ -76,9 +76,13 @@ impl FromStr for Model {
 /// closes it: a client sending a byte a second cannot hold a worker of a
 /// blocking model for longer than this.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Open connections an `event` loop or the `staged` server keeps at most;
-/// past it a new connection gets 503 and is closed.
+/// Open connections the `event` or `staged` server keeps at most (all its
+/// loops or stages together); past it a new connection gets 503 and is
+/// closed.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// Items each queue between two `staged` stages holds; past it an item is
+/// refused with 503.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 1024;
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -96,6 +100,8 @@ pub struct ServerConfig {
     pub worker_cpus: Vec<u32>,
     pub request_timeout: Duration,
     pub max_connections: usize,
+    /// `staged` only: the capacity of each queue between stages (at least 1).
+    pub queue_capacity: usize,
     /// `process` only: the program and leading arguments that run one worker
     /// process (the smtlab binary and `__web-worker`); the worker finds the
     /// listening socket and its settings as `process.rs` documents.
@@ -112,6 +118,7 @@ impl ServerConfig {
             worker_cpus: Vec::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
             worker_program: None,
         }
     }
@@ -281,6 +288,7 @@ pub fn start(config: &ServerConfig, listener: TcpListener) -> io::Result<Server>
 
 mod blocking;
 mod event;
+mod nonblocking;
 pub mod process;
 mod staged;
 mod thread;

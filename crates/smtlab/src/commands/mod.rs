@@ -5,6 +5,7 @@ pub mod completions;
 pub mod doctor;
 pub mod gate;
 pub mod list;
+pub mod load;
 pub mod man;
 pub mod pairs;
 pub mod pin;
