@@ -155,6 +155,9 @@ fn run_part(
             Program::CoRun { .. } => {
                 return PartEnd::Failed(SampleStatus::Failed, "a co-run inside a co-run".into())
             }
+            Program::Server { .. } => {
+                return PartEnd::Failed(SampleStatus::Failed, "a server inside a co-run".into())
+            }
         };
         let s = match outcome {
             Outcome::Measured(s) => *s,

@@ -5,7 +5,7 @@ use smtlab_types::{Point, Program};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
-use crate::{builtin, co_run, command};
+use crate::{builtin, co_run, command, server};
 
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
@@ -13,5 +13,6 @@ pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) 
         Program::Builtin { .. } => builtin::run(point, ctx, seq, warmup),
         Program::Command { .. } => command::run(point, ctx, seq, warmup),
         Program::CoRun { .. } => co_run::run(point, ctx, seq, warmup),
+        Program::Server { .. } => server::run(point, ctx, seq, warmup),
     }
 }

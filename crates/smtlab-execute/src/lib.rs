@@ -32,6 +32,7 @@ mod outcome;
 pub mod pin;
 pub mod preload_check;
 pub mod protocol;
+mod server;
 pub mod worker;
 
 pub use context::SampleContext;

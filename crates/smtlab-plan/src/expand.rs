@@ -189,6 +189,11 @@ pub fn program_metric(program: &Program, mode: Mode) -> Metric {
                 },
             }
         }
+        (Program::Server { .. }, _) => Metric {
+            name: "requests".into(),
+            unit: "req/s".into(),
+            higher_is_better: true,
+        },
         (Program::CoRun { .. }, _) => Metric {
             name: "rate".into(),
             unit: "1/s".into(),

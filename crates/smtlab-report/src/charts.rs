@@ -338,6 +338,8 @@ fn model_kind(p: &Point) -> &'static str {
         smtlab_types::Model::Thread => "thread",
         smtlab_types::Model::Process => "process",
         smtlab_types::Model::Hybrid { .. } => "hybrid",
+        smtlab_types::Model::Event => "event",
+        smtlab_types::Model::Staged => "staged",
     }
 }
 

@@ -67,8 +67,15 @@ pub(crate) fn shell_line(args: &[String]) -> String {
 
 pub(crate) fn program_spec(p: &Program) -> String {
     match p {
-        Program::Builtin { workload, params } => {
-            let mut s = workload.clone();
+        Program::Builtin {
+            workload: name,
+            params,
+        }
+        | Program::Server {
+            server: name,
+            params,
+        } => {
+            let mut s = name.clone();
             for (k, v) in params {
                 write!(s, " {k}={v}").ok();
             }

@@ -23,6 +23,12 @@ impl Store {
                 None,
             ),
             Program::Command { template } => (None, None, Some(template.as_str())),
+            // A server stores as the workload it is (`web`, `nginx`).
+            Program::Server { server, params } => (
+                Some(server.as_str()),
+                Some(self.to_json(params, "server parameters")?),
+                None,
+            ),
             // The parts are in `point_json`; the columns name the co-run.
             Program::CoRun { .. } => (None, None, None),
         };

@@ -23,6 +23,12 @@ pub enum Model {
     Process,
     /// P processes of T threads each.
     Hybrid { processes: usize, threads: usize },
+    /// Servers only (`-w web`): N single-threaded event loops in one
+    /// process (epoll, non-blocking sockets), Flash/nginx style.
+    Event,
+    /// Servers only (`-w web`): stages with their own thread pools and
+    /// bounded queues between them (SEDA/Haboob), N threads per stage.
+    Staged,
 }
 
 impl Model {
@@ -32,7 +38,13 @@ impl Model {
             Model::Thread => (1, workers),
             Model::Process => (workers, 1),
             Model::Hybrid { processes, threads } => (processes, threads),
+            Model::Event | Model::Staged => (1, workers),
         }
+    }
+
+    /// Whether only server programs ([`Program::Server`]) run in it.
+    pub fn server_only(self) -> bool {
+        matches!(self, Model::Event | Model::Staged)
     }
 }
 
@@ -42,6 +54,8 @@ impl fmt::Display for Model {
             Model::Thread => f.write_str("thread"),
             Model::Process => f.write_str("process"),
             Model::Hybrid { processes, threads } => write!(f, "hybrid:{processes}x{threads}"),
+            Model::Event => f.write_str("event"),
+            Model::Staged => f.write_str("staged"),
         }
     }
 }
@@ -63,10 +77,12 @@ impl FromStr for Model {
         match s.trim() {
             "thread" | "threads" => Ok(Model::Thread),
             "process" | "processes" => Ok(Model::Process),
+            "event" => Ok(Model::Event),
+            "staged" => Ok(Model::Staged),
             other => {
                 let Some(shape) = other.strip_prefix("hybrid:") else {
                     return Err(err(
-                        "expected thread, process or hybrid:PxT (e.g. hybrid:2x4)",
+                        "expected thread, process, hybrid:PxT (e.g. hybrid:2x4), or for -w web also event or staged",
                     ));
                 };
                 let (p, t) = shape
@@ -155,6 +171,15 @@ pub enum Program {
     /// `slot` share a core (or a cache); a slot with one part measures its
     /// program alone. Each part is a one-worker `Builtin` or `Command`.
     CoRun { parts: Vec<CoPart> },
+    /// A server driven by smtlab's load generator (`-w web`, `-w nginx`):
+    /// the server's workers run on the point's CPUs, the load generator on
+    /// others; the metric is requests per second.
+    Server {
+        /// `web` (smtlab's own, in the point's model) or `nginx` (Debian's,
+        /// the reference).
+        server: String,
+        params: BTreeMap<String, String>,
+    },
 }
 
 /// One program of a [`Program::CoRun`].
@@ -190,6 +215,7 @@ impl Program {
                 }
                 s
             }
+            Program::Server { server, .. } => server.clone(),
             Program::Command { template } => template
                 .split_whitespace()
                 .next()

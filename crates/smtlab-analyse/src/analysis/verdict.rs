@@ -149,6 +149,8 @@ pub(crate) fn model_phrase(model: &Model) -> String {
         Model::Hybrid { processes, threads } => {
             format!("the hybrid model ({processes} processes × {threads} threads)")
         }
+        Model::Event => "the event-driven model".into(),
+        Model::Staged => "the staged model".into(),
     }
 }
 
@@ -185,7 +187,7 @@ pub fn model_verdicts(points: &[PointData], seed: u64) -> Vec<Verdict> {
         match pt.model {
             Model::Thread => thread.entry(key).or_insert(p),
             Model::Process => process.entry(key).or_insert(p),
-            Model::Hybrid { .. } => continue,
+            Model::Hybrid { .. } | Model::Event | Model::Staged => continue,
         };
     }
     thread
