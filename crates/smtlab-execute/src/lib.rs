@@ -7,6 +7,8 @@
 //!   [`protocol`] for the messages between the two.
 //! * `co_run.rs`: programs co-running on their own CPUs for one window
 //!   (the pairs study), each part sampled by `builtin` or `command`.
+//! * [`server`]: servers (`-w web`, `-w nginx`), started on the point's
+//!   CPUs and driven by the load generator on others for the window.
 //! * [`command`]: user commands (`--cmd`), one process per rank, started
 //!   together, pinned with `smtlab pin`'s preload library (thread model) or
 //!   confined to their CPUs (process model).
@@ -32,7 +34,7 @@ mod outcome;
 pub mod pin;
 pub mod preload_check;
 pub mod protocol;
-mod server;
+pub mod server;
 pub mod worker;
 
 pub use context::SampleContext;

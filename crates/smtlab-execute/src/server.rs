@@ -1,17 +1,887 @@
-//! One sample of a [`Program::Server`] point: the server started on the
-//! point's CPUs, driven by the load generator on other CPUs. Not built yet.
+//! One sample of a [`Program::Server`] point (`-w web`, `-w nginx`): the
+//! server started on the point's CPUs, driven by smtlab's load generator
+//! on other CPUs for the sample's window, then stopped.
+//!
+//! A sample is one server lifetime, so its resource usage is exact and
+//! nothing is shared between samples: the server is started in its own
+//! process group behind `smtlab __gate` (counters attached before it
+//! execs, as for user commands), found ready (`web`: its first line gives
+//! the address; `nginx`: its port accepts), loaded for the window, stopped
+//! with SIGTERM (both stop cleanly on it: `web` prints its stats line) and
+//! reaped; `wait4` gives the CPU time and context switches of the server
+//! and every worker it reaped. Per request: server CPU µs, user and system
+//! apart, and context switches, over the requests answered in the window.
+//! They include the server's start and stop (a few milliseconds against a
+//! window of seconds), said so in the docs.
+//!
+//! The file set is written once per size into a cache directory
+//! (`$XDG_CACHE_HOME/smtlab/web-files/dirsN`, else `~/.cache/...`, else
+//! the temporary directory) and served from there by both servers, so a
+//! sample never waits for it.
 
-use smtlab_types::{Point, Program, Sample, SampleStatus};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use nix::sys::signal::Signal;
+use smtlab_counters::memory::PeakSampler;
+use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
+use smtlab_counters::rusage::usage_from_wait4;
+use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_servers::load::{self, client_cpus, LoadConfig, LoadReport, Urls};
+use smtlab_servers::reference::nginx::{self, NginxConfig};
+use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_types::cpuset::CpuSet;
+use smtlab_types::{CounterStatus, Mode, Point, Program};
+use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
 
+/// The servers `-w` names.
+pub const SERVERS: [&str; 2] = ["web", "nginx"];
+/// The window of a server sample without `--duration`, seconds.
+pub const DEFAULT_WINDOW_S: f64 = 1.0;
+/// The parameters a server point takes (`--param K=V`).
+pub const PARAMS: [&str; 5] = ["files", "connections", "keepalive", "url", "helpers"];
+/// How long a server may take to accept connections.
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// How long a server may take to stop after SIGTERM before it is killed.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
+/// Longest wait for one response before the load generator calls it a
+/// timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+const POLL: Duration = Duration::from_millis(20);
+
+/// How a server point is measured, from its `--param`s and
+/// `--client-cpus`, checked when the run is planned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerParams {
+    /// `files=SIZE`: the file set (default about 51 MB: fits the page cache).
+    pub files: FileSet,
+    /// `connections=C`: the load generator's connections (default: two per
+    /// server worker, so a blocking server always has a request waiting).
+    pub connections: Option<usize>,
+    /// `keepalive=0|1` (default 0: a new connection per request, as
+    /// SPECweb96's HTTP/1.0 clients; with 1 a blocking server keeps a
+    /// worker per connection, so give connections <= workers).
+    pub keep_alive: bool,
+    /// `url=PATH`: ask for this path only (e.g. a 1 KB file:
+    /// `/dir00000/class1_0`) instead of the SPECweb96 mix.
+    pub url: Option<String>,
+    /// `helpers=K`: the `event` model's helper threads (web only).
+    pub helpers: Option<usize>,
+    /// `client_cpus`: where the load generator runs (`--client-cpus`);
+    /// default: the CPUs the server does not use.
+    pub client_cpus: Option<CpuSet>,
+}
+
+impl ServerParams {
+    /// Parse and check a server point's parameters; the message names the
+    /// parameter and what would be valid.
+    pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ServerParams, String> {
+        if !SERVERS.contains(&server) {
+            return Err(format!(
+                "--workload {server}: no such server; servers: {}",
+                SERVERS.join(", ")
+            ));
+        }
+        let mut p = ServerParams {
+            files: FileSet::with_dirs(DEFAULT_DIRS).expect("the default file set is valid"),
+            connections: None,
+            keep_alive: false,
+            url: None,
+            helpers: None,
+            client_cpus: None,
+        };
+        for (k, v) in params {
+            match k.as_str() {
+                "files" => {
+                    let bytes = parse_size(v).ok_or_else(|| {
+                        format!("--param files={v}: expected a size such as 5MB, 50MB or 500MB")
+                    })?;
+                    p.files = FileSet::with_total_bytes(bytes)
+                        .map_err(|e| format!("--param files={v}: {e}"))?;
+                }
+                "connections" => match v.parse::<usize>() {
+                    Ok(c) if (1..=load::MAX_CONNECTIONS).contains(&c) => p.connections = Some(c),
+                    _ => {
+                        return Err(format!(
+                            "--param connections={v}: expected 1 to {}",
+                            load::MAX_CONNECTIONS
+                        ))
+                    }
+                },
+                "keepalive" => {
+                    p.keep_alive = match v.as_str() {
+                        "1" | "true" | "on" => true,
+                        "0" | "false" | "off" => false,
+                        _ => return Err(format!("--param keepalive={v}: expected 0 or 1")),
+                    }
+                }
+                "url" => {
+                    let clean = v.starts_with('/')
+                        && !v.chars().any(|c| c.is_whitespace() || c.is_control());
+                    if !clean {
+                        return Err(format!(
+                            "--param url={v}: expected a path that starts with / (e.g. \
+                             /dir00000/class1_0, a 1 KB file)"
+                        ));
+                    }
+                    p.url = Some(v.clone());
+                }
+                "helpers" if server == "web" => match v.parse::<usize>() {
+                    Ok(h) if h <= 1024 => p.helpers = Some(h),
+                    _ => return Err(format!("--param helpers={v}: expected 0 to 1024")),
+                },
+                "client_cpus" => {
+                    let set = CpuSet::parse_list(v)
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            format!("--client-cpus {v}: expected a CPU list such as 1 or 2-3")
+                        })?;
+                    p.client_cpus = Some(set);
+                }
+                _ => {
+                    let known: Vec<&str> = PARAMS
+                        .iter()
+                        .copied()
+                        .filter(|k| server == "web" || *k != "helpers")
+                        .collect();
+                    return Err(format!(
+                        "--param {k}: `{server}` has no such parameter; it takes {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// The load generator's connections for `workers` server workers.
+    pub fn connections_for(&self, workers: usize) -> usize {
+        self.connections
+            .unwrap_or(2 * workers)
+            .min(load::MAX_CONNECTIONS)
+    }
+}
+
+/// Where the file set of `set` is kept between samples and runs.
+pub fn files_dir(set: &FileSet) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("smtlab")
+        .join("web-files")
+        .join(format!("dirs{}", set.dirs))
+}
+
 /// Take one sample of a server point.
-pub fn run(point: &Point, _ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
-    let Program::Server { server, .. } = &point.program else {
+pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    let Program::Server { server, params } = &point.program else {
         unreachable!("server::run is only called for server points");
     };
-    let _ = (seq, warmup, server, SampleStatus::Failed);
-    let _: Option<Sample> = None;
-    Outcome::Interrupted
+    let started_at = unix_now();
+    match run_inner(point, server, params, ctx) {
+        Ok(Some(mut s)) => {
+            s.seq = seq;
+            s.warmup = warmup;
+            s.started_at = started_at;
+            Outcome::Measured(Box::new(s))
+        }
+        Ok(None) => Outcome::Interrupted,
+        Err(e) => Outcome::Measured(Box::new(Sample {
+            seq,
+            warmup,
+            status: SampleStatus::Failed,
+            reason: Some(format!("{e:#}")),
+            started_at,
+            wall_s: 0.0,
+            ops: None,
+            metric: None,
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: Default::default(),
+        })),
+    }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A started server: its process (group leader), how it ended when it has,
+/// and what it printed.
+struct Running {
+    pid: i32,
+    ended: mpsc::Receiver<(Option<ChildEnd>, ResourceUsage)>,
+    stdout: mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+    /// nginx's own directory (configuration, pid, logs), removed on drop.
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Running {
+    fn kill(&self) {
+        sys::kill(-self.pid, Signal::SIGKILL);
+        sys::kill(self.pid, Signal::SIGKILL);
+    }
+}
+
+fn run_inner(
+    point: &Point,
+    server: &str,
+    params: &BTreeMap<String, String>,
+    ctx: &SampleContext,
+) -> anyhow::Result<Option<Sample>> {
+    let p = ServerParams::parse(server, params).map_err(anyhow::Error::msg)?;
+    let window = match point.mode {
+        Mode::FixedTime { seconds } => Duration::from_secs_f64(seconds),
+        Mode::FixedWork { .. } => Duration::from_secs_f64(DEFAULT_WINDOW_S),
+    };
+    let root = files_dir(&p.files);
+    p.files
+        .write_to(&root)
+        .with_context(|| format!("writing the file set into {}", root.display()))?;
+
+    let plan = ctx.counters.then(CounterPlan::probe);
+    let (mut running, mut counters) = start(point, server, &p, &root, ctx, plan.as_ref())?;
+    let sampler = PeakSampler::start(&[running.pid], Duration::from_millis(50), true);
+
+    // Ready: an address to load, or the reason it never came.
+    let ready = wait_ready(&mut running, server, ctx);
+    let addr = match ready {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            stop(&running, Signal::SIGKILL);
+            sampler.stop();
+            return Ok(None);
+        }
+        Err(e) => {
+            stop(&running, Signal::SIGKILL);
+            sampler.stop();
+            let err = running.stderr.join().unwrap_or_default();
+            let err = err.trim().replace('\n', " | ");
+            if err.is_empty() {
+                return Err(e);
+            }
+            return Err(e.context(err));
+        }
+    };
+
+    let given = p.client_cpus.clone();
+    let chosen = client_cpus::choose(addr, given.as_ref());
+    let client: Vec<u32> = chosen.cpus();
+    let connections = p.connections_for(point.workers);
+    let threads = client.len().max(1).min(connections);
+    let urls = match &p.url {
+        Some(u) => Urls::List(vec![u.clone()]),
+        None => Urls::Mix(p.files.clone()),
+    };
+    let config = LoadConfig {
+        target: addr,
+        host: addr.to_string(),
+        urls,
+        connections,
+        keep_alive: p.keep_alive,
+        rate: None,
+        duration: window,
+        warmup: Duration::ZERO,
+        threads,
+        cpus: client.clone(),
+        verify: true,
+        seed: 0x5eed,
+        request_timeout: REQUEST_TIMEOUT,
+    };
+    // The load runs in its own thread so that Ctrl-C is seen meanwhile; it
+    // ends with its window whatever happens to the server.
+    let (ltx, lrx) = mpsc::channel();
+    let loader = std::thread::Builder::new()
+        .name("smtlab-load".into())
+        .spawn(move || {
+            let _ = ltx.send(load::run(&config));
+        });
+    if let Err(e) = loader {
+        stop(&running, Signal::SIGKILL);
+        sampler.stop();
+        bail!("cannot start the load generator's thread: {e}");
+    }
+    let mut interrupted = false;
+    let report: Result<LoadReport, String> = loop {
+        if ctx.stop.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            running.kill();
+        }
+        match lrx.recv_timeout(POLL) {
+            Ok(r) => break r.map_err(|e| e.to_string()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err("the load generator's thread ended without a report".into())
+            }
+        }
+    };
+    let memory = sampler.peak();
+    let (end, mut usage) = stop(&running, Signal::SIGTERM);
+    sampler.stop();
+    if interrupted || ctx.stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    // To its end (the stats line comes last): the server has exited, so
+    // the reader ends as soon as the pipe is drained.
+    let mut stdout = Vec::new();
+    while let Ok(line) = running.stdout.recv_timeout(Duration::from_secs(2)) {
+        stdout.push(line);
+    }
+    let stderr = running.stderr.join().unwrap_or_default();
+    if let Some(m) = memory.filter(|m| m.samples > 0) {
+        usage.pss_kb = Some(m.pss_kb);
+        usage.anon_huge_kb = Some(m.anon_huge_kb);
+    }
+    let counter_values = counters.as_mut().map(|c| c.read()).unwrap_or_default();
+
+    let mut sample = Sample {
+        seq: 0,
+        warmup: false,
+        status: SampleStatus::Ok,
+        reason: None,
+        started_at: 0.0,
+        wall_s: window.as_secs_f64(),
+        ops: None,
+        metric: None,
+        usage,
+        counters: counter_values,
+        workers: Vec::new(),
+        extras: BTreeMap::new(),
+    };
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            sample.status = SampleStatus::Failed;
+            sample.reason = Some(format!("load generator: {e}"));
+            return Ok(Some(sample));
+        }
+    };
+    let failure = judge(server, end, &report, &stderr);
+    fill(&mut sample, &report, &chosen, &stdout);
+    if let Some((status, reason)) = failure {
+        sample.status = status;
+        sample.reason = Some(reason);
+        sample.metric = None;
+    }
+    Ok(Some(sample))
+}
+
+/// Start the server behind the gate, counters attached, then let it exec.
+fn start(
+    point: &Point,
+    server: &str,
+    p: &ServerParams,
+    root: &Path,
+    ctx: &SampleContext,
+    plan: Option<&CounterPlan>,
+) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
+    let cpus: Vec<u32> = point.cpus.clone().unwrap_or_default();
+    let list = cpus
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut dir = None;
+    let mut cmd = Command::new(&ctx.exe);
+    cmd.arg("__gate");
+    match server {
+        "web" => {
+            cmd.arg(&ctx.exe).args([
+                "serve",
+                "web",
+                "--model",
+                &point.model.to_string(),
+                "--threads",
+                &point.workers.to_string(),
+                "--listen",
+                "127.0.0.1:0",
+            ]);
+            cmd.arg("--root").arg(root);
+            if !list.is_empty() {
+                cmd.args(["--cpus", &list]);
+            }
+            if let Some(h) = p.helpers {
+                cmd.args(["--param", &format!("helpers={h}")]);
+            }
+        }
+        _ => {
+            let exe = nginx::find().ok_or_else(|| anyhow::anyhow!(nginx::missing_reason()))?;
+            let d = tempfile::Builder::new()
+                .prefix("smtlab-nginx-")
+                .tempdir()
+                .context("a directory for nginx's configuration")?;
+            // nginx cannot report a port the kernel chose: take a free one
+            // now (a race with another program is possible but rare; the
+            // sample then fails saying the address is in use).
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .context("finding a free port for nginx")?
+                .port();
+            let conf = NginxConfig {
+                workers: point.workers,
+                cpus: cpus.clone(),
+                root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
+                listen: SocketAddr::from(([127, 0, 0, 1], port)),
+                as_root: nix::unistd::geteuid().is_root(),
+            };
+            let path = d.path().join("nginx.conf");
+            std::fs::write(&path, conf.render(d.path()))
+                .with_context(|| format!("writing {}", path.display()))?;
+            cmd.arg(exe).args(["-e", "stderr", "-p"]).arg(d.path());
+            cmd.arg("-c").arg(&path);
+            dir = Some(d);
+        }
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(pre) = ctx.preload_for(point) {
+        cmd.env("LD_PRELOAD", pre.library.display().to_string());
+        cmd.envs(pre.env.iter().map(|(k, v)| (k, v)));
+    }
+    let set: Option<CpuSet> = point.cpus.as_ref().map(|c| c.iter().copied().collect());
+    let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
+    sys::configure_gated_child(
+        &mut cmd,
+        set.as_ref(),
+        Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
+    )?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start the {server} server"))?;
+    drop((gate_r, ready_w));
+    let pid = child.id() as i32;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    // From here on the child is reaped whatever happens: the waiter owns it.
+    let (etx, ended) = mpsc::channel();
+    let waiter = std::thread::Builder::new().spawn(move || {
+        let r = match sys::wait4(pid) {
+            Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
+            Err(_) => (None, ResourceUsage::default()),
+        };
+        let _ = etx.send(r);
+    });
+    if let Err(e) = waiter {
+        sys::kill(-pid, Signal::SIGKILL);
+        sys::kill(pid, Signal::SIGKILL);
+        let _ = sys::wait4(pid);
+        bail!("cannot start a thread to wait for the server: {e}");
+    }
+    let (otx, stdout) = mpsc::channel();
+    let kill_now = |what: &str, e: std::io::Error| {
+        sys::kill(-pid, Signal::SIGKILL);
+        sys::kill(pid, Signal::SIGKILL);
+        anyhow::anyhow!("cannot start a thread to read the server's {what}: {e}")
+    };
+    std::thread::Builder::new()
+        .spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if otx.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| kill_now("output", e))?;
+    let stderr = std::thread::Builder::new()
+        .spawn(move || {
+            let mut s = String::new();
+            let _ = BufReader::new(err).take(1 << 16).read_to_string(&mut s);
+            s
+        })
+        .map_err(|e| kill_now("errors", e))?;
+    let running = Running {
+        pid,
+        ended,
+        stdout,
+        stderr,
+        _dir: dir,
+    };
+    let counters = plan.map(|pl| ThreadCounters::open_for_process(pid, pl));
+    gate.wait_ready();
+    gate.open();
+    Ok((running, counters))
+}
+
+/// The server's address once it accepts connections; `None` on Ctrl-C.
+fn wait_ready(
+    running: &mut Running,
+    server: &str,
+    ctx: &SampleContext,
+) -> anyhow::Result<Option<SocketAddr>> {
+    let limit = ctx.timeout.map_or(START_LIMIT, |t| t.min(START_LIMIT));
+    let deadline = Instant::now() + limit;
+    let nginx_addr = running._dir.as_ref().and_then(|d| {
+        let conf = std::fs::read_to_string(d.path().join("nginx.conf")).ok()?;
+        conf.lines()
+            .find_map(|l| l.trim().strip_prefix("listen "))
+            .and_then(|a| a.trim_end_matches(';').parse::<SocketAddr>().ok())
+    });
+    loop {
+        if ctx.stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if let Ok((end, _)) = running.ended.try_recv() {
+            bail!(
+                "the {server} server ended before it accepted connections ({})",
+                describe(end)
+            );
+        }
+        match server {
+            "web" => match running.stdout.recv_timeout(POLL) {
+                Ok(line) => {
+                    let addr = line
+                        .strip_prefix("listening on http://")
+                        .and_then(|r| r.split('/').next())
+                        .and_then(|a| a.parse::<SocketAddr>().ok());
+                    match addr {
+                        Some(a) => return Ok(Some(a)),
+                        None => bail!("the web server's first line is not its address: {line}"),
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // Its output closed: it is ending; the next turn says how.
+                    std::thread::sleep(POLL);
+                }
+            },
+            _ => {
+                let addr = nginx_addr.context("nginx's configuration has no listen address")?;
+                if TcpStream::connect_timeout(&addr, POLL).is_ok() {
+                    return Ok(Some(addr));
+                }
+                std::thread::sleep(POLL);
+            }
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the {server} server did not accept connections within {} s",
+                limit.as_secs_f64()
+            );
+        }
+    }
+}
+
+/// Stop the server with `sig` (then SIGKILL after [`STOP_LIMIT`]), reap
+/// it, and kill whatever is left of its group.
+fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
+    sys::kill(running.pid, sig);
+    let result = match running.ended.recv_timeout(STOP_LIMIT) {
+        Ok(r) => r,
+        Err(_) => {
+            running.kill();
+            running
+                .ended
+                .recv()
+                .unwrap_or((None, ResourceUsage::default()))
+        }
+    };
+    // Workers of a server killed before it could stop them.
+    sys::kill(-running.pid, Signal::SIGKILL);
+    result
+}
+
+fn describe(end: Option<ChildEnd>) -> String {
+    match end {
+        Some(ChildEnd::Exited(c)) => format!("exit code {c}"),
+        Some(ChildEnd::Signaled(s)) => {
+            let name = Signal::try_from(s).map_or(s.to_string(), |s| s.as_str().to_string());
+            format!("killed by {name}")
+        }
+        None => "could not wait for it".into(),
+    }
+}
+
+/// Why a sample failed, if it did: the server crashed or exited with an
+/// error, a body was wrong (a wrong result), or nothing was answered.
+fn judge(
+    server: &str,
+    end: Option<ChildEnd>,
+    report: &LoadReport,
+    stderr: &str,
+) -> Option<(SampleStatus, String)> {
+    let err = stderr.trim().replace('\n', " | ");
+    let err = if err.is_empty() {
+        String::new()
+    } else {
+        format!(": {err}")
+    };
+    match end {
+        Some(ChildEnd::Exited(0)) => {}
+        Some(ChildEnd::Signaled(_)) => {
+            return Some((
+                SampleStatus::Crashed,
+                format!("the {server} server was {}{err}", describe(end)),
+            ))
+        }
+        _ => {
+            return Some((
+                SampleStatus::Failed,
+                format!("the {server} server stopped with {}{err}", describe(end)),
+            ))
+        }
+    }
+    if let Some(n) = report.errors.get("body").filter(|n| **n > 0) {
+        return Some((
+            SampleStatus::Failed,
+            format!("{n} response bodies differed from the files served: a wrong result"),
+        ));
+    }
+    if report.ok == 0 {
+        let errors: Vec<String> = report
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        return Some((
+            SampleStatus::Failed,
+            format!(
+                "no request answered successfully in the window (errors: {})",
+                if errors.is_empty() {
+                    "none".into()
+                } else {
+                    errors.join(", ")
+                }
+            ),
+        ));
+    }
+    None
+}
+
+/// The metric (successful requests per second), the per-request server
+/// costs, and what the load generator saw, into the sample.
+fn fill(
+    sample: &mut Sample,
+    report: &LoadReport,
+    chosen: &client_cpus::ClientCpus,
+    stdout: &[String],
+) {
+    let ok = report.ok;
+    sample.ops = Some(ok);
+    sample.metric = Some(ok as f64 / report.seconds);
+    let x = &mut sample.extras;
+    let per = |v: f64| if ok > 0 { v / ok as f64 } else { 0.0 };
+    if let Some(u) = sample.usage.user_s {
+        x.insert("server_user_us_per_req".into(), per(u * 1e6));
+    }
+    if let Some(s) = sample.usage.sys_s {
+        x.insert("server_sys_us_per_req".into(), per(s * 1e6));
+    }
+    if let Some(v) = sample.usage.voluntary_cs {
+        x.insert("voluntary_cs_per_req".into(), per(v as f64));
+    }
+    if let Some(v) = sample.usage.involuntary_cs {
+        x.insert("involuntary_cs_per_req".into(), per(v as f64));
+    }
+    let counted = |name: &str, scope: &str| {
+        sample
+            .counters
+            .iter()
+            .find(|c| c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok)
+            .and_then(|c| c.value)
+    };
+    for scope in ["user", "kernel"] {
+        if let (Some(cy), Some(ins)) = (counted("cycles", scope), counted("instructions", scope)) {
+            if ins > 0.0 {
+                x.insert(format!("cpi.{scope}"), cy / ins);
+            }
+            x.insert(format!("instructions_per_req.{scope}"), per(ins));
+        }
+        for ev in ["L1-dcache-load-misses", "iTLB-load-misses", "branch-misses"] {
+            if let Some(v) = counted(ev, scope) {
+                x.insert(format!("{ev}_per_req.{scope}"), per(v));
+            }
+        }
+    }
+    x.insert("requests_answered".into(), report.requests as f64);
+    x.insert("mbit_per_s".into(), report.mbit_per_s);
+    x.insert("latency_p50_us".into(), report.latency_us.p50);
+    x.insert("latency_p99_us".into(), report.latency_us.p99);
+    x.insert("latency_p999_us".into(), report.latency_us.p999);
+    x.insert("latency_max_us".into(), report.latency_us.max);
+    x.insert("client_cpu_share".into(), report.client_cpu_share);
+    x.insert(
+        "client_bound".into(),
+        f64::from(u8::from(report.client_bound)),
+    );
+    x.insert(
+        "client_pinned".into(),
+        f64::from(u8::from(!chosen.cpus().is_empty())),
+    );
+    for (kind, n) in &report.errors {
+        x.insert(format!("errors.{kind}"), *n as f64);
+    }
+    // `web`'s own count of the requests it served, from its stats line.
+    let served = stdout
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("stats: "))
+        .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .and_then(|v| v["counters"]["requests"].as_u64());
+    if let Some(n) = served {
+        x.insert("server_requests".into(), n as f64);
+    }
+    let mut notes = Vec::new();
+    if report.client_bound {
+        notes.push(format!(
+            "the load generator, not the server, was the bottleneck (its CPUs {:.0}% busy)",
+            report.client_cpu_share * 100.0
+        ));
+    }
+    if chosen.cpus().is_empty() {
+        notes.push(format!("load generator {chosen}"));
+    }
+    if !notes.is_empty() {
+        sample.reason = Some(notes.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_are_checked_with_the_name_at_fault() {
+        let p = ServerParams::parse("web", &params(&[])).unwrap();
+        assert_eq!(p.files.dirs, DEFAULT_DIRS);
+        assert_eq!(p.connections_for(3), 6);
+        assert!(!p.keep_alive);
+        let p = ServerParams::parse(
+            "web",
+            &params(&[
+                ("files", "5MB"),
+                ("connections", "8"),
+                ("keepalive", "1"),
+                ("url", "/dir00000/class1_0"),
+                ("helpers", "2"),
+                ("client_cpus", "1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(p.files.dirs, 1);
+        assert_eq!(p.connections_for(3), 8);
+        assert!(p.keep_alive);
+        assert_eq!(p.helpers, Some(2));
+        assert_eq!(p.client_cpus.unwrap().iter().collect::<Vec<_>>(), vec![1]);
+        for (kv, flag) in [
+            (("files", "huge"), "--param files=huge"),
+            (("connections", "0"), "--param connections=0"),
+            (("keepalive", "maybe"), "--param keepalive=maybe"),
+            (("url", "index.html"), "--param url=index.html"),
+            (("client_cpus", "x"), "--client-cpus x"),
+            (("threads", "2"), "--param threads"),
+        ] {
+            let e = ServerParams::parse("web", &params(&[kv])).unwrap_err();
+            assert!(e.starts_with(flag), "{e}");
+            assert!(!e.contains('\n'));
+        }
+        // helpers belong to smtlab's event model, not to nginx.
+        let e = ServerParams::parse("nginx", &params(&[("helpers", "1")])).unwrap_err();
+        assert!(e.contains("no such parameter"), "{e}");
+        assert!(ServerParams::parse("apache", &params(&[])).is_err());
+    }
+
+    #[test]
+    fn the_file_set_is_cached_by_size() {
+        let a = files_dir(&FileSet::with_dirs(1).unwrap());
+        let b = files_dir(&FileSet::with_dirs(2).unwrap());
+        assert_ne!(a, b);
+        assert!(a.ends_with("smtlab/web-files/dirs1"), "{}", a.display());
+    }
+
+    fn report(ok: u64, errors: &[(&str, u64)]) -> LoadReport {
+        LoadReport {
+            requests: ok + errors.iter().map(|e| e.1).sum::<u64>(),
+            ok,
+            errors: errors.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            seconds: 1.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_wrong_body_a_crash_or_no_answer_fails_the_sample() {
+        let fine = Some(ChildEnd::Exited(0));
+        assert_eq!(judge("web", fine, &report(10, &[]), ""), None);
+        assert_eq!(judge("web", fine, &report(10, &[("timeout", 1)]), ""), None);
+        let (s, why) = judge("web", fine, &report(10, &[("body", 2)]), "").unwrap();
+        assert_eq!(s, SampleStatus::Failed);
+        assert!(why.contains("2 response bodies"), "{why}");
+        let (s, why) = judge("web", fine, &report(0, &[("connect", 5)]), "").unwrap();
+        assert_eq!(s, SampleStatus::Failed);
+        assert!(why.contains("connect 5"), "{why}");
+        let (s, why) = judge(
+            "nginx",
+            Some(ChildEnd::Signaled(11)),
+            &report(5, &[]),
+            "boom\n",
+        )
+        .unwrap();
+        assert_eq!(s, SampleStatus::Crashed);
+        assert!(why.contains("SIGSEGV") && why.ends_with(": boom"), "{why}");
+        let (s, _) = judge("web", Some(ChildEnd::Exited(1)), &report(5, &[]), "").unwrap();
+        assert_eq!(s, SampleStatus::Failed);
+    }
+
+    #[test]
+    fn per_request_costs_divide_by_the_answered_requests() {
+        let mut s = Sample {
+            seq: 0,
+            warmup: false,
+            status: SampleStatus::Ok,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 1.0,
+            ops: None,
+            metric: None,
+            usage: ResourceUsage {
+                user_s: Some(0.2),
+                sys_s: Some(0.6),
+                voluntary_cs: Some(4000),
+                involuntary_cs: Some(10),
+                ..Default::default()
+            },
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: BTreeMap::new(),
+        };
+        let chosen = client_cpus::ClientCpus::Given(CpuSet::parse_list("1").unwrap());
+        let stats = r#"stats: {"counters":{"requests":2002}}"#.to_string();
+        fill(&mut s, &report(2000, &[]), &chosen, &[stats]);
+        assert_eq!(s.metric, Some(2000.0));
+        assert_eq!(s.ops, Some(2000));
+        assert!((s.extras["server_user_us_per_req"] - 100.0).abs() < 1e-9);
+        assert!((s.extras["server_sys_us_per_req"] - 300.0).abs() < 1e-9);
+        assert!((s.extras["voluntary_cs_per_req"] - 2.0).abs() < 1e-9);
+        assert_eq!(s.extras["server_requests"], 2002.0);
+        assert_eq!(s.extras["client_pinned"], 1.0);
+        assert_eq!(s.reason, None);
+    }
 }

@@ -28,6 +28,24 @@ pub enum PlanError {
     MoreWorkersThanCores { n: usize, cores: usize },
     #[error("--workload {0}: no such workload")]
     NoSuchWorkload(String),
+    /// A model that only servers run in, given for another program.
+    #[error(
+        "--model {model}: only servers (-w web, -w nginx) run as event or staged; {program} \
+         runs as thread, process or hybrid:PxT"
+    )]
+    ServerOnlyModel { model: Model, program: String },
+    /// A server in a model it does not have.
+    #[error("--model {model}: the web server runs as process, thread, event or staged")]
+    WebModel { model: Model },
+    /// nginx, without `event` among the models.
+    #[error(
+        "--model: nginx has one architecture, N worker processes each running an event loop; \
+         add event to --model to measure it"
+    )]
+    NginxModel,
+    /// A server measured by a count of work rather than over a window.
+    #[error("--work: a server is measured over a window of load; use --duration (default {DEFAULT_SERVER_WINDOW_S} s)")]
+    ServerWork,
     #[error(
         "--duration: workload `{workload}` solves a fixed problem; measure it with --work N \
          (N instances; default {default_work})"
@@ -48,6 +66,9 @@ pub enum PlanError {
 /// 256-PU machine at every N from 1 to 1024 is 524,800).
 pub const MAX_PLANNED_WORKERS: u128 = 10_000_000;
 
+/// The window of load of a server sample without `--duration`, seconds.
+pub const DEFAULT_SERVER_WINDOW_S: f64 = 1.0;
+
 /// Expand a run configuration into its points, in a fixed order:
 /// program, allocator, model, placement, N. The checks that need the whole
 /// specification (sampling bounds, modes the workloads support, placements
@@ -67,8 +88,15 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
     for program in &spec.programs {
         let mode = mode_of(program, spec)?;
         let metric = metric_of(program, spec, mode);
+        check_models(program, &spec.models)?;
         for alloc in &spec.allocs {
             for &model in &spec.models {
+                // nginx has one architecture, planned as `event`.
+                if matches!(program, Program::Server { server, .. } if server == "nginx")
+                    && model != Model::Event
+                {
+                    continue;
+                }
                 for placement in &spec.placements {
                     let counts: Vec<usize> = match model {
                         Model::Hybrid { processes, threads } => vec![processes * threads],
@@ -98,6 +126,31 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
         }
     }
     Ok(points)
+}
+
+/// Refuse a model the program does not run in: event and staged are
+/// servers' only; the web server has four; nginx one (`event`).
+fn check_models(program: &Program, models: &[Model]) -> Result<(), PlanError> {
+    match program {
+        Program::Server { server, .. } if server == "nginx" => {
+            if models.contains(&Model::Event) {
+                Ok(())
+            } else {
+                Err(PlanError::NginxModel)
+            }
+        }
+        Program::Server { .. } => match models.iter().find(|m| matches!(m, Model::Hybrid { .. })) {
+            Some(&model) => Err(PlanError::WebModel { model }),
+            None => Ok(()),
+        },
+        _ => match models.iter().find(|m| m.server_only()) {
+            Some(&model) => Err(PlanError::ServerOnlyModel {
+                model,
+                program: program.label(),
+            }),
+            None => Ok(()),
+        },
+    }
 }
 
 /// Refuse a sweep whose points would hold more than
@@ -135,6 +188,15 @@ fn check_size(spec: &RunSpec) -> Result<(), PlanError> {
 /// The mode a program runs in: the one asked for, else the workload's
 /// default; a user command runs to completion (one unit of work).
 fn mode_of(program: &Program, spec: &RunSpec) -> Result<Mode, PlanError> {
+    if let Program::Server { .. } = program {
+        return match spec.mode {
+            None => Ok(Mode::FixedTime {
+                seconds: DEFAULT_SERVER_WINDOW_S,
+            }),
+            Some(Mode::FixedWork { .. }) => Err(PlanError::ServerWork),
+            Some(m) => Ok(m),
+        };
+    }
     let Program::Builtin { workload, .. } = program else {
         return Ok(Mode::FixedWork { work: 1 });
     };
@@ -266,5 +328,67 @@ mod tests {
                 .len(),
             1024
         );
+    }
+
+    fn server(name: &str) -> Program {
+        Program::Server {
+            server: name.into(),
+            params: Default::default(),
+        }
+    }
+
+    #[test]
+    fn servers_get_their_models_and_a_window() {
+        let topo = smtlab_topology::synthetic::parse("core:4 pu:1").unwrap();
+        let all = vec![Model::Process, Model::Thread, Model::Event, Model::Staged];
+        let mut s = spec(vec![1, 2], all.clone());
+        s.programs = vec![server("web"), server("nginx")];
+        let points = expand(&topo, &s).unwrap();
+        // web: 4 models x 2 counts; nginx once per count, as `event`.
+        assert_eq!(points.len(), 10);
+        let nginx: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.program.label() == "nginx")
+            .collect();
+        assert_eq!(nginx.len(), 2);
+        assert!(nginx.iter().all(|p| p.model == Model::Event));
+        for p in &points {
+            assert_eq!(
+                p.mode,
+                Mode::FixedTime {
+                    seconds: DEFAULT_SERVER_WINDOW_S
+                }
+            );
+            assert_eq!(p.metric.unit, "req/s");
+            assert_eq!(p.cpus.as_ref().unwrap().len(), p.workers);
+        }
+        // --duration is the window; --work means nothing to a server.
+        s.mode = Some(Mode::FixedTime { seconds: 3.0 });
+        assert_eq!(
+            expand(&topo, &s).unwrap()[0].mode,
+            Mode::FixedTime { seconds: 3.0 }
+        );
+        s.mode = Some(Mode::FixedWork { work: 5 });
+        assert_eq!(expand(&topo, &s).unwrap_err(), PlanError::ServerWork);
+    }
+
+    #[test]
+    fn a_model_a_program_does_not_have_is_refused() {
+        let topo = smtlab_topology::synthetic::parse("core:4 pu:1").unwrap();
+        let e = expand(&topo, &spec(vec![1], vec![Model::Event])).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--model event: only servers"),
+            "{e}"
+        );
+        let mut s = spec(vec![1], vec![Model::Process]);
+        s.programs = vec![server("nginx")];
+        assert_eq!(expand(&topo, &s).unwrap_err(), PlanError::NginxModel);
+        s.programs = vec![server("web")];
+        s.models = vec![Model::Hybrid {
+            processes: 2,
+            threads: 2,
+        }];
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(e.to_string().starts_with("--model hybrid:2x2"), "{e}");
     }
 }

@@ -126,11 +126,42 @@ impl FileSet {
             }
             buf.resize(f.size as usize, 0);
             fill(content_key(&f.path), 0, &mut buf);
-            let mut out = fs::File::create(&p)?;
+            // Written aside, then renamed: a server already serving this
+            // tree (another run writing it at the same time) never sees a
+            // file half written.
+            let aside = p.with_extension(format!("tmp-{}", std::process::id()));
+            let mut out = fs::File::create(&aside)?;
             out.write_all(&buf)?;
+            drop(out);
+            fs::rename(&aside, &p)?;
         }
         fs::write(marker, want)
     }
+}
+
+/// A size in bytes: a number (decimals allowed) and an optional unit, B,
+/// KB, MB, GB (powers of 1000; K, M, G alike) or KiB, MiB, GiB (`5MB`,
+/// `0.5GB`, `2MiB`, `1234`). Shared by `serve web --files`, `load http
+/// --files` and `run -w web --param files=`.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let bytes = value * scale;
+    (bytes.is_finite() && bytes < 1e15).then_some(bytes as u64)
 }
 
 /// `(dir, class, k)` of `/dirNNNNN/classC_K`.

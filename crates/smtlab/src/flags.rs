@@ -12,6 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use smtlab_execute::server::SERVERS;
 use smtlab_plan::allocator::Allocator;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
@@ -37,12 +38,24 @@ fn bad(message: String) -> BadValue {
 /// `-w NAME`: a built-in workload.
 pub fn workload(text: &str) -> Result<String, BadValue> {
     let w = text.trim();
-    match workload::builtin(w) {
-        Some(_) => Ok(w.to_string()),
-        None => Err(bad(format!(
-            "--workload {w}: no such workload; built in: {}",
-            workload::builtin_names().join(", ")
+    if workload::builtin(w).is_some() || SERVERS.contains(&w) {
+        return Ok(w.to_string());
+    }
+    Err(bad(format!(
+        "--workload {w}: no such workload; built in: {}; servers: {}",
+        workload::builtin_names().join(", "),
+        SERVERS.join(", ")
+    )))
+}
+
+/// `--client-cpus LIST`: a non-empty CPU list, kept in its canonical form.
+pub fn client_cpus(text: &str) -> Result<String, BadValue> {
+    match CpuSet::parse_list(text) {
+        Ok(set) if !set.is_empty() => Ok(set.to_string()),
+        Ok(_) => Err(bad(format!(
+            "--client-cpus {text}: no CPU listed; expected a list such as 1 or 2-3"
         ))),
+        Err(e) => Err(bad(format!("--client-cpus {text}: {e}"))),
     }
 }
 

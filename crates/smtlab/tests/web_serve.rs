@@ -24,9 +24,7 @@ use serde_json::Value;
 use smtlab_servers::fileset::{BodyCheck, FileSet, FileSpec};
 
 /// The architectures under test.
-const MODELS: [&str; 2] = ["process", "thread"];
-/// Architectures being built elsewhere: until they are, `serve` says so.
-const COMING: [&str; 2] = ["event", "staged"];
+const MODELS: [&str; 4] = ["process", "thread", "event", "staged"];
 /// `--request-timeout` of the hostile-client tests: the slow client sends
 /// a byte a second, so its 408 arrives half-way between two of its bytes.
 const TIMEOUT: &str = "1500ms";
@@ -627,17 +625,31 @@ fn sigterm_and_sigint_stop_cleanly_with_stats_and_no_worker_left() {
             } else {
                 assert!(children.is_empty(), "{model}: {children:?}");
                 if two_cpus {
-                    for k in 0..2 {
-                        let task = std::fs::read_dir(format!("/proc/{pid}/task"))
-                            .unwrap()
-                            .flatten()
-                            .find(|t| {
-                                std::fs::read_to_string(t.path().join("comm"))
-                                    .is_ok_and(|c| c.trim() == format!("web-thread-{k}"))
-                            })
-                            .unwrap();
-                        let tid = task.file_name().to_str().unwrap().to_string();
-                        assert_eq!(cpus_allowed(&format!("{pid}/task/{tid}")), k.to_string());
+                    // Worker thread k of each kind is on CPU k: one kind per
+                    // model, four (one per stage) for `staged`.
+                    let kinds: &[&str] = match model {
+                        "thread" => &["thread"],
+                        "event" => &["event"],
+                        _ => &["accept", "read", "file", "send"],
+                    };
+                    for kind in kinds {
+                        for k in 0..2 {
+                            let name = format!("web-{kind}-{k}");
+                            let task = std::fs::read_dir(format!("/proc/{pid}/task"))
+                                .unwrap()
+                                .flatten()
+                                .find(|t| {
+                                    std::fs::read_to_string(t.path().join("comm"))
+                                        .is_ok_and(|c| c.trim() == name)
+                                })
+                                .unwrap_or_else(|| panic!("{model}: no thread {name}"));
+                            let tid = task.file_name().to_str().unwrap().to_string();
+                            assert_eq!(
+                                cpus_allowed(&format!("{pid}/task/{tid}")),
+                                k.to_string(),
+                                "{model}: {name}"
+                            );
+                        }
                     }
                 }
             }
@@ -754,34 +766,6 @@ fn bad_input_is_one_line_and_exit_2() {
         args.extend(extra.iter().map(|s| s.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         support::assert_usage_error(&args, needle);
-    }
-}
-
-#[test]
-fn models_not_built_yet_say_so_in_one_line() {
-    for model in COMING {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
-            .args(["serve", "web", "--model", model, "--threads", "1"])
-            .args(["--listen", "127.0.0.1:0", "--files", "5MB"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        if first.starts_with("listening on ") {
-            // Built since: it must stop cleanly like the others.
-            kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-            assert_eq!(child.wait().unwrap().code(), Some(0), "{model}");
-            continue;
-        }
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{model}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{model}: {err}");
-        assert!(err.contains("--model"), "{model}: {err}");
     }
 }
 

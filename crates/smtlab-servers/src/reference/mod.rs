@@ -1,3 +1,9 @@
 //! Reference tools run beside smtlab's own: Debian's `nginx` as the
-//! reference server and `wrk` as the reference load generator. Not built
-//! yet.
+//! reference server ([`nginx`]: where it is, and the configuration smtlab
+//! starts it with, unprivileged, in a directory of its own).
+//!
+//! Only the knowledge of the tool lives here; starting, measuring and
+//! stopping it is the executor's (`smtlab-execute`'s `server.rs`), like
+//! every other program smtlab measures.
+
+pub mod nginx;

@@ -21,7 +21,7 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use smtlab_servers::fileset::{FileSet, DEFAULT_DIRS};
+use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
 use smtlab_servers::load::client_cpus::{self, ClientCpus};
 use smtlab_servers::load::{
     self, LoadConfig, LoadError, LoadReport, Urls, CLIENT_BOUND_SHARE, MAX_CONNECTIONS, MAX_RATE,
@@ -304,30 +304,6 @@ impl FromStr for FilesArg {
             .map(FilesArg)
             .map_err(|e| format!("--files {s}: {e}"))
     }
-}
-
-/// A size in bytes: a number and an optional unit, B, KB, MB, GB (powers
-/// of 1000; K, M, G alike) or KiB, MiB, GiB. The same as `serve`'s, whose
-/// parser is private to it.
-fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number.parse().ok()?;
-    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
-    };
-    let bytes = value * scale;
-    (bytes.is_finite() && bytes < 1e15).then_some(bytes as u64)
 }
 
 /// `--cpus LIST`: a non-empty CPU list.

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
+use smtlab_execute::server::{ServerParams, SERVERS};
 use smtlab_types::{MetricSpec, Mode, Program};
 use smtlab_workloads as workload;
 
@@ -23,6 +24,10 @@ pub struct ProgramArgs {
         value_parser = flags::workload
     )]
     pub workload: Vec<String>,
+    /// Servers (-w web, -w nginx): the CPUs of the load generator, a CPU
+    /// list (default: the CPUs the server does not use)
+    #[arg(long, value_name = "LIST", value_parser = flags::client_cpus)]
+    pub client_cpus: Option<String>,
     /// A workload parameter, KEY=VALUE (repeatable; applies to every -w)
     #[arg(long = "param", value_name = "K=V", value_parser = flags::param)]
     pub params: Vec<(String, String)>,
@@ -72,6 +77,14 @@ impl ProgramArgs {
             )));
         }
         let params: BTreeMap<String, String> = self.params.iter().cloned().collect();
+        if let Some(c) = &self.client_cpus {
+            if !self.workload.iter().any(|w| SERVERS.contains(&w.as_str())) {
+                return Err(usage(format!(
+                    "--client-cpus {c}: the load generator's CPUs apply to servers (-w web, -w \
+                     nginx)"
+                )));
+            }
+        }
         let programs = match (self.workload.is_empty(), self.cmd.first()) {
             (false, None) if self.metric.is_some() => {
                 return Err(usage(
@@ -83,6 +96,17 @@ impl ProgramArgs {
                 .workload
                 .iter()
                 .map(|w| {
+                    if SERVERS.contains(&w.as_str()) {
+                        let mut params = params.clone();
+                        if let Some(c) = &self.client_cpus {
+                            params.insert("client_cpus".into(), c.clone());
+                        }
+                        ServerParams::parse(w, &params).map_err(usage)?;
+                        return Ok(Program::Server {
+                            server: w.clone(),
+                            params,
+                        });
+                    }
                     let wl = workload::builtin(w).expect("-w names a built-in workload");
                     let info = wl.info();
                     let resolved = workload::resolve_params(&info, &params).map_err(usage)?;

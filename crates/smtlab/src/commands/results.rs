@@ -190,6 +190,10 @@ pub fn render_table(run_id: i64, status: RunStatus, reports: &[PointSummary]) ->
 fn render_extras(reports: &[PointSummary]) -> String {
     let mut s = String::new();
     for r in reports.iter().filter(|r| !r.extras.is_empty()) {
+        if let Some(line) = server_line(r) {
+            s.push_str(&line);
+            continue;
+        }
         let items: Vec<String> = r
             .extras
             .iter()
@@ -210,6 +214,55 @@ fn render_extras(reports: &[PointSummary]) -> String {
         writeln!(s, "point {} extras: {}", r.point.index, items.join(", ")).unwrap();
     }
     s
+}
+
+/// A server point's costs per request (the paper's Table 3 without the
+/// counters, which come with the counter lines), and, when the load
+/// generator was the bottleneck, a line saying so.
+fn server_line(r: &PointSummary) -> Option<String> {
+    let x = &r.extras;
+    let user = x.get("server_user_us_per_req")?;
+    let sys = x.get("server_sys_us_per_req").copied().unwrap_or(f64::NAN);
+    let get = |k: &str| x.get(k).copied().unwrap_or(f64::NAN);
+    let mut s = format!(
+        "point {} per request: server CPU {user:.1} µs user + {sys:.1} µs sys, context switches \
+         {:.3} voluntary + {:.3} involuntary; latency p50 {:.0} µs, p99 {:.0} µs; client CPUs \
+         {:.0}% busy\n",
+        r.point.index,
+        get("voluntary_cs_per_req"),
+        get("involuntary_cs_per_req"),
+        get("latency_p50_us"),
+        get("latency_p99_us"),
+        get("client_cpu_share") * 100.0,
+    );
+    let errors: Vec<String> = x
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("errors.")?, v)))
+        .map(|(k, v)| format!("{k} {v:.0}"))
+        .collect();
+    if !errors.is_empty() {
+        s.push_str(&format!(
+            "point {} errors per sample (median): {}\n",
+            r.point.index,
+            errors.join(", ")
+        ));
+    }
+    if get("client_bound") >= 0.5 {
+        s.push_str(&format!(
+            "point {}: the load generator, not the server, was the bottleneck (its CPUs {:.0}% \
+             busy): the server may serve more than shown; give it more client CPUs \
+             (--client-cpus)\n",
+            r.point.index,
+            get("client_cpu_share") * 100.0
+        ));
+    }
+    if get("client_pinned") < 0.5 {
+        s.push_str(&format!(
+            "point {}: the load generator shared the server's CPUs (none was left for it)\n",
+            r.point.index
+        ));
+    }
+    Some(s)
 }
 
 /// The counters people read first, per point (medians per sample, summed

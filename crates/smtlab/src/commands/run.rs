@@ -28,12 +28,22 @@ use crate::output;
   smtlab run -w spin --model thread,process --placement compact,scatter --threads 1,2
   smtlab run --cmd 'stress-ng --cpu {threads} -t 2' --model thread --threads 1,2
   smtlab run --cmd './bench -j {threads}' --metric 'rate=([0-9.]+) ops/s' --metric-unit ops/s
-  smtlab run --resume 3")]
+  smtlab run -w web,nginx --model process,thread,event,staged --threads 1 --client-cpus 1
+  smtlab run --resume 3
+
+Servers (-w web: smtlab's, in the models process, thread, event, staged; -w nginx: Debian's, \
+as event) run on the placement's CPUs and are driven by smtlab's load generator on the others \
+(--client-cpus to choose) for --duration (default 1 s) per sample; the metric is successful \
+requests/s. Parameters: files=SIZE (default 51MB), connections=C (default 2 per worker), \
+keepalive=0|1 (default 0, a connection per request as SPECweb96), url=PATH (one file instead \
+of the SPECweb96 mix), helpers=K (event's helper threads). Per request, the server's CPU µs \
+(user, sys) and context switches are stored with each sample.")]
 pub struct RunArgs {
     #[command(flatten)]
     pub program: ProgramArgs,
     /// Execution models, comma-separated: thread, process, hybrid:PxT (P
-    /// processes of T threads: its N is P x T, --threads does not apply)
+    /// processes of T threads: its N is P x T, --threads does not apply);
+    /// servers also event and staged (nginx: event only)
     #[arg(
         long,
         value_name = "MODELS",
