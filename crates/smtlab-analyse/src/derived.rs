@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use smtlab_types::{CounterScope, CounterStatus, CounterValue};
 
 /// The counters [`derived`] reports misses per 1000 instructions for.
-pub const MISS_EVENTS: [&str; 6] = [
+pub const MISS_EVENTS: [&str; 7] = [
     "cache-misses",
     "branch-misses",
     "L1-dcache-load-misses",
+    "L1-icache-load-misses",
     "LLC-load-misses",
     "dTLB-load-misses",
     "iTLB-load-misses",

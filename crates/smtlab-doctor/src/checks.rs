@@ -874,7 +874,7 @@ mod tests {
         let r = diagnose(&f);
         let p = r.check("pmu").unwrap();
         assert_eq!(p.status, CheckStatus::Warn);
-        assert!(p.finding.contains("8 of 9") && p.finding.contains("LLC-load-misses"));
+        assert!(p.finding.contains("9 of 10") && p.finding.contains("LLC-load-misses"));
     }
 
     #[test]

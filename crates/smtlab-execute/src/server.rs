@@ -708,7 +708,12 @@ fn fill(
             }
             x.insert(format!("instructions_per_req.{scope}"), per(ins));
         }
-        for ev in ["L1-dcache-load-misses", "iTLB-load-misses", "branch-misses"] {
+        for ev in [
+            "L1-icache-load-misses",
+            "L1-dcache-load-misses",
+            "iTLB-load-misses",
+            "branch-misses",
+        ] {
             if let Some(v) = counted(ev, scope) {
                 x.insert(format!("{ev}_per_req.{scope}"), per(v));
             }

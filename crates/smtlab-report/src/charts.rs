@@ -35,12 +35,13 @@ pub(crate) struct ChartSpec {
 
 /// The MPKI counter charted, in order of preference: last-level misses
 /// matter most for placement (they go to memory), then the rest.
-const MPKI_PREFERENCE: [&str; 6] = [
+const MPKI_PREFERENCE: [&str; 7] = [
     "LLC-load-misses",
     "cache-misses",
     "L1-dcache-load-misses",
     "dTLB-load-misses",
     "branch-misses",
+    "L1-icache-load-misses",
     "iTLB-load-misses",
 ];
 

@@ -6,6 +6,9 @@
 //! * [`planning`]: a study planned for a machine (programs, models,
 //!   placements, N, allocators, sampling, limits);
 //! * [`findings`](mod@findings): its tables and verdicts, from the analysed points;
+//! * [`web_plan`] and [`web_findings`]: the web study's plan (servers x
+//!   models x N x SMT siblings or cores, the load generator on CPUs of its
+//!   own) and its table and verdicts;
 //! * [`report_run`]: load a stored run → analyse → findings → write the
 //!   report files.
 //!
@@ -19,6 +22,8 @@ pub mod pairs_plan;
 pub mod planning;
 pub mod report_run;
 mod shape;
+pub mod web_findings;
+pub mod web_plan;
 
 pub use findings::{findings, Findings};
 pub use planning::{

@@ -16,7 +16,8 @@ use smtlab_types::{
 };
 
 use crate::pairs_plan::{plan_pairs, PairProgram, PairsPlanError, Share};
-use crate::shape::{shape, Shape};
+pub use crate::shape::ladder;
+use crate::shape::{no_smt_sentence, shape, Shape};
 
 /// What the command line fixed for a study; `None` (or no programs) leaves
 /// it to the study. Every value is typed and checked already: the study
@@ -97,6 +98,18 @@ impl Sampling {
     /// cores, at most 7 samples to 3% within 6 s.
     pub fn defaults(kind: StudyKind) -> Sampling {
         let tour = kind == StudyKind::Tour;
+        if kind == StudyKind::Web {
+            // A sample is a server's lifetime with a 1 s window of load:
+            // a few give each point its interval; the default sweep on a
+            // 2-core machine (five points) takes about a minute.
+            return Sampling {
+                warmup: 1,
+                min_samples: 5,
+                max_samples: 8,
+                precision: 0.03,
+                max_time_s: 12.0,
+            };
+        }
         if kind == StudyKind::Pairs {
             // A sample is a whole window of co-running: a few of them give
             // the matrix its intervals within minutes.
@@ -203,19 +216,6 @@ pub fn default_programs(kind: StudyKind) -> Vec<Program> {
     }
 }
 
-/// 1..=max when small; beyond 16 a ladder of powers of two plus `max`, so a
-/// 256-PU machine is covered in 10 steps instead of 256.
-pub fn ladder(max: usize) -> Vec<usize> {
-    if max <= 16 {
-        return (1..=max.max(1)).collect();
-    }
-    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
-        .take_while(|&n| n < max)
-        .collect();
-    v.push(max);
-    v
-}
-
 /// 1, 2, 4, ... up to `4 * pus` (always including `pus` and `4 * pus`).
 pub fn oversub_ladder(pus: usize) -> Vec<usize> {
     let top = 4 * pus.max(1);
@@ -238,6 +238,9 @@ pub fn plan(
 ) -> Result<StudyPlan, StudyPlanError> {
     if kind == StudyKind::Pairs {
         return plan_pairs_study(topo, req);
+    }
+    if kind == StudyKind::Web {
+        return plan_web_study(topo, req);
     }
     let sh = shape(topo);
     let programs = if req.programs.is_empty() {
@@ -299,7 +302,9 @@ pub fn plan(
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
-        StudyKind::Pairs => unreachable!("the pairs study is planned by plan_pairs_study"),
+        StudyKind::Pairs | StudyKind::Web => {
+            unreachable!("the pairs and web studies are planned by their own functions")
+        }
     };
     let mut mode = req.mode;
     let allocators = match (kind, req.allocators) {
@@ -372,6 +377,48 @@ pub fn plan(
         notes,
     });
     let points = expand(topo, &spec)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
+/// The web study's plan: the sampling, allocators and the rest of the
+/// specification as every study has them; servers, models, placements and
+/// N from [`web_plan`](crate::web_plan).
+fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let nginx = match smtlab_servers::reference::nginx::find() {
+        Some(_) => Ok(()),
+        None => Err(smtlab_servers::reference::nginx::missing_reason().to_string()),
+    };
+    let allocators = req.allocators.clone().unwrap_or_else(|| {
+        vec![Allocator {
+            name: "glibc".to_string(),
+            preload: None,
+        }]
+    });
+    let sampling = Sampling::resolve(StudyKind::Web, &req.sampling);
+    let base = RunSpec {
+        programs: req.programs.clone(),
+        models: Vec::new(),
+        placements: Vec::new(),
+        threads: Vec::new(),
+        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
+        spawn: Spawn::Exec,
+        mode: req.mode,
+        metric: None,
+        warmup: sampling.warmup,
+        min_samples: sampling.min_samples,
+        max_samples: sampling.max_samples,
+        precision: sampling.precision,
+        max_time_s: sampling.max_time_s,
+        timeout_s: req.sampling.timeout_s,
+        seed: req.seed,
+        counters: req.counters,
+        study: None,
+    };
+    let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
     Ok(StudyPlan {
         spec,
         points,
@@ -458,18 +505,6 @@ fn plan_pairs_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stu
             preload: None,
         }],
     })
-}
-
-/// The no-SMT sentence: what is missing, and what hardware would show it.
-fn no_smt_sentence(topo: &Topology, what: &str) -> String {
-    let cores = topo.cores.len();
-    format!(
-        "This machine has no SMT ({cores} core{}, one PU per core), so {what} cannot be measured \
-         here; on a machine with 2 or more PUs per core (e.g. Intel Hyper-Threading, AMD SMT, \
-         POWER SMT4/SMT8) this study would put threads on one core's siblings and show what \
-         each extra sibling adds. What can be measured here was run.",
-        if cores == 1 { "" } else { "s" }
-    )
 }
 
 /// Drop a placement that picks exactly the same CPUs as an earlier one at

@@ -1,6 +1,7 @@
 //! The shape of a machine as a study sees it: usable PUs, cores, PUs per
 //! core and packages. Planning decides what to sweep from it; findings size
-//! their tables by it.
+//! their tables by it; the worker-count ladder and the no-SMT sentence
+//! every study that sweeps N or needs SMT shares.
 
 use smtlab_topology::Topology;
 
@@ -32,4 +33,29 @@ pub(crate) fn shape(topo: &Topology) -> Shape {
         pus_per_core: cores.iter().copied().max().unwrap_or(1),
         packages: packages.max(1),
     }
+}
+
+/// 1..=max when small; beyond 16 a ladder of powers of two plus `max`, so a
+/// 256-PU machine is covered in 10 steps instead of 256.
+pub fn ladder(max: usize) -> Vec<usize> {
+    if max <= 16 {
+        return (1..=max.max(1)).collect();
+    }
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|&n| n < max)
+        .collect();
+    v.push(max);
+    v
+}
+
+/// The no-SMT sentence: what is missing, and what hardware would show it.
+pub(crate) fn no_smt_sentence(topo: &Topology, what: &str) -> String {
+    let cores = topo.cores.len();
+    format!(
+        "This machine has no SMT ({cores} core{}, one PU per core), so {what} cannot be measured \
+         here; on a machine with 2 or more PUs per core (e.g. Intel Hyper-Threading, AMD SMT, \
+         POWER SMT4/SMT8) this study would put threads on one core's siblings and show what \
+         each extra sibling adds. What can be measured here was run.",
+        if cores == 1 { "" } else { "s" }
+    )
 }

@@ -29,12 +29,15 @@ pub enum StudyKind {
     /// Every pair of programs co-running on a core's siblings: the pair
     /// matrix and the best, worst and random pairings.
     Pairs,
+    /// Web server architectures (process, thread, event, staged, and nginx
+    /// beside them) x worker count x SMT siblings versus one per core.
+    Web,
 }
 
 impl StudyKind {
     /// Every study, the tour first: the one list the names, the parser,
     /// its error message and `smtlab study --help` are made from.
-    pub const ALL: [StudyKind; 8] = [
+    pub const ALL: [StudyKind; 9] = [
         StudyKind::Tour,
         StudyKind::Models,
         StudyKind::Smt,
@@ -43,6 +46,7 @@ impl StudyKind {
         StudyKind::Oversub,
         StudyKind::Alloc,
         StudyKind::Pairs,
+        StudyKind::Web,
     ];
 
     /// The studies a user names (all but the tour, which has no name on
@@ -61,6 +65,7 @@ impl StudyKind {
             StudyKind::Oversub => "oversub",
             StudyKind::Alloc => "alloc",
             StudyKind::Pairs => "pairs",
+            StudyKind::Web => "web",
         }
     }
 
@@ -79,6 +84,9 @@ impl StudyKind {
             StudyKind::Pairs => {
                 "which programs should share a core, and how much does the best pairing gain \
                  over a random one?"
+            }
+            StudyKind::Web => {
+                "which web server architecture, with how many workers, and does SMT pay for it?"
             }
         }
     }
@@ -104,6 +112,11 @@ impl StudyKind {
                 "each program alone, then every pair co-running on a core's SMT siblings (else \
                  two cores sharing a cache or package): the pair matrix, exact best and worst \
                  pairings, 10 million random ones"
+            }
+            StudyKind::Web => {
+                "the web server as process, thread, event and staged, nginx beside them, at \
+                 1..N workers on SMT siblings (compact) and one per core, driven by the load \
+                 generator on CPUs of their own"
             }
         }
     }

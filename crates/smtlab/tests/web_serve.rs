@@ -810,3 +810,39 @@ fn curl_fetches_every_class_byte_for_byte() {
         );
     }
 }
+
+#[test]
+fn wrk_drives_every_model_without_errors() {
+    if Command::new("wrk").arg("--version").output().is_err() {
+        support::skip("wrk is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let root = root_in(dir.path());
+        let s = Serve::start(model, 1, &["--root", &root, "--files", "5MB"]);
+        // Keep-alive on one connection (a blocking worker holds a kept-alive
+        // connection as long as it is used, as Apache's does), then four
+        // connections, a new one per request.
+        for extra in [&["-c1"][..], &["-c4", "-H", "Connection: close"][..]] {
+            let out = Command::new("wrk")
+                .args(["-t1", "-d1s"])
+                .args(extra)
+                .arg(format!("http://{}/dir00000/class1_0", s.addr))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{model}: {text}");
+            assert!(
+                !text.contains("Socket errors") && !text.contains("Non-2xx"),
+                "{model} {extra:?}: {text}"
+            );
+            let rate: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Requests/sec:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{model}: {text}"));
+            assert!(rate > 50.0, "{model} {extra:?}: {rate} requests/s");
+        }
+    }
+}

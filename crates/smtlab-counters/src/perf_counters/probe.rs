@@ -275,8 +275,8 @@ mod tests {
     fn measure_plan_kernel_permitted_with_pmu() {
         let p = CounterPlan::from_probe(facts(Ok(()), Ok(()), Ok(())));
         assert!(p.kernel_counting && p.pmu);
-        assert_eq!(p.counters.len(), 9 * 2 + 3);
-        assert_eq!(p.fds_per_thread(), 21);
+        assert_eq!(p.counters.len(), 10 * 2 + 3);
+        assert_eq!(p.fds_per_thread(), 23);
         assert!(p.counters.iter().all(|c| c.skip.is_none()));
         for sw in SOFTWARE_EVENTS {
             assert!(p
@@ -305,7 +305,7 @@ mod tests {
         assert!(p.counters.iter().any(|c| c.spec.name == "page-faults"
             && c.spec.scope == CounterScope::User
             && c.skip.is_none()));
-        assert_eq!(p.fds_per_thread(), 9 + 1);
+        assert_eq!(p.fds_per_thread(), 10 + 1);
         assert!(p
             .notes
             .iter()

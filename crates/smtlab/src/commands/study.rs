@@ -193,6 +193,20 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             window_s: a.window,
         };
         (named.into_iter().map(|(_, p)| p).collect(), None, pairs)
+    } else if kind == StudyKind::Web && a.program.workload.is_empty() && a.program.cmd.is_empty() {
+        // The study's servers, with the user's --param and --client-cpus:
+        // smtlab's web server, and nginx where it is installed (the plan
+        // says so where it is not).
+        let mut servers = vec!["web".to_string()];
+        if smtlab_servers::reference::nginx::find().is_some() {
+            servers.push("nginx".to_string());
+        }
+        let given = ProgramArgs {
+            workload: servers,
+            ..a.program.clone()
+        };
+        let (programs, metric) = given.programs(false)?;
+        (programs, metric, PairsRequest::default())
     } else {
         let (programs, metric) = a.program.programs(true)?;
         (programs, metric, PairsRequest::default())

@@ -1,0 +1,259 @@
+//! The web study's plan (`smtlab study web`): smtlab's web server in its
+//! four architectures and nginx beside them, at 1..N workers, on SMT
+//! siblings first (`compact`: the paper's "SMT on") and one worker per
+//! core (`core`: "SMT off"), each point a server on its CPUs driven by the
+//! load generator on CPUs of its own.
+//!
+//! The machine is split once: the last quarter of its cores (at least
+//! one) drive the load, the others serve. A point whose CPUs would reach
+//! the load generator's is not planned (said in a note), so the two never
+//! take turns on a CPU. On a machine without SMT the two placements pick
+//! the same CPUs and the study says what it cannot show.
+
+use std::collections::BTreeMap;
+
+use smtlab_plan::{expand, PlanError};
+use smtlab_topology::Topology;
+use smtlab_types::cpuset::CpuSet;
+use smtlab_types::{Model, Point, Program, RunSpec, StudyKind, StudyMeta};
+
+use crate::shape::{ladder, no_smt_sentence, shape};
+
+/// The architectures of smtlab's web server, in the paper's order of
+/// appearance (Apache prefork and worker, Flash, Haboob).
+pub const WEB_MODELS: [Model; 4] = [Model::Process, Model::Thread, Model::Event, Model::Staged];
+
+/// Whether nginx can be measured here: the caller says (it looks for the
+/// binary); `Err` holds the reason it cannot.
+pub type NginxHere = Result<(), String>;
+
+/// The CPUs that drive the load: every usable PU of the last quarter of
+/// the usable cores (at least one core), or none on a one-core machine.
+pub fn client_cpus(topo: &Topology) -> CpuSet {
+    let usable = topo.online().intersection(&topo.allowed());
+    let cores: Vec<CpuSet> = topo
+        .cores
+        .iter()
+        .map(|c| c.cpus.intersection(&usable))
+        .filter(|c| !c.is_empty())
+        .collect();
+    if cores.len() < 2 {
+        return CpuSet::new();
+    }
+    let k = cores.len().div_ceil(4).max(1);
+    cores[cores.len() - k..]
+        .iter()
+        .fold(CpuSet::new(), |acc, c| acc.union(c))
+}
+
+/// Plan the web study on `topo`: `base` holds what every study sets (the
+/// user's programs, if any, sampling, allocators, mode, seed); the
+/// servers, models, placements and N are set here, where the user left
+/// them open. Returns the specification (with the study's limits and
+/// notes) and its points, each server point's CPUs apart from the load
+/// generator's.
+pub fn plan_web(
+    topo: &Topology,
+    base: RunSpec,
+    models: Option<Vec<Model>>,
+    threads: Option<Vec<usize>>,
+    nginx: NginxHere,
+) -> Result<(RunSpec, Vec<Point>), PlanError> {
+    let sh = shape(topo);
+    let mut limits = Vec::new();
+    let mut notes = Vec::new();
+    let client = client_cpus(topo);
+    let usable = topo.online().intersection(&topo.allowed());
+    let serving = usable.difference(&client);
+    let server_cores = topo
+        .cores
+        .iter()
+        .filter(|c| c.cpus.intersects(&serving))
+        .count()
+        .max(1);
+    if client.is_empty() {
+        limits.push(
+            "This machine has a single usable core, so the load generator shares the server's \
+             CPUs: every result is marked, and the throughputs are lower bounds."
+                .to_string(),
+        );
+    } else {
+        notes.push(format!(
+            "The load generator runs on CPUs {client} (the last {} of {} cores), the servers on \
+             the others ({}).",
+            sh.cores - server_cores,
+            sh.cores,
+            serving
+        ));
+    }
+    if sh.pus_per_core <= 1 {
+        limits.push(no_smt_sentence(
+            topo,
+            "whether SMT siblings pay for a web server (the paper: +12–32% for Apache, a quarter \
+             to two fifths of what a second processor gives)",
+        ));
+    }
+    if server_cores <= 1 {
+        limits.push(format!(
+            "The servers have one core here ({}), so scaling over cores cannot be shown; with \
+             more cores the study runs one worker per core at N = 1..cores beside SMT siblings.",
+            if client.is_empty() {
+                "the only one".to_string()
+            } else {
+                "the other drives the load".to_string()
+            }
+        ));
+    }
+
+    // The servers, with the study's load settings (a user's --param and
+    // --client-cpus come with the programs they gave).
+    let with_client = |server: &str| {
+        let mut params = BTreeMap::new();
+        if !client.is_empty() {
+            params.insert("client_cpus".to_string(), client.to_string());
+        }
+        Program::Server {
+            server: server.to_string(),
+            params,
+        }
+    };
+    let models = models.unwrap_or_else(|| WEB_MODELS.to_vec());
+    let programs = if base.programs.is_empty() {
+        let mut v = vec![with_client("web")];
+        match &nginx {
+            Ok(()) if models.contains(&Model::Event) => v.push(with_client("nginx")),
+            Ok(()) => notes.push(
+                "nginx (one architecture: worker processes each running an event loop) is \
+                 measured with the event model, which --model left out."
+                    .to_string(),
+            ),
+            Err(why) => limits.push(format!("nginx is not measured: {why}.")),
+        }
+        v
+    } else {
+        let has_nginx = base
+            .programs
+            .iter()
+            .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
+        if let (false, Err(why)) = (has_nginx, &nginx) {
+            limits.push(format!("nginx is not measured: {why}."));
+        }
+        // The user's servers drive their load from the study's client CPUs
+        // unless they chose others (--client-cpus).
+        base.programs
+            .iter()
+            .map(|p| match p {
+                Program::Server { server, params }
+                    if !client.is_empty() && !params.contains_key("client_cpus") =>
+                {
+                    let mut params = params.clone();
+                    params.insert("client_cpus".to_string(), client.to_string());
+                    Program::Server {
+                        server: server.clone(),
+                        params,
+                    }
+                }
+                other => other.clone(),
+            })
+            .collect()
+    };
+    let serving_pus = serving.len().max(1);
+    let threads = threads.unwrap_or_else(|| ladder(serving_pus));
+    let mut spec = RunSpec {
+        programs,
+        models,
+        placements: ["compact", "core"]
+            .iter()
+            .map(|p| p.parse().expect("a study's own placements are valid"))
+            .collect(),
+        threads: threads.clone(),
+        ..base
+    };
+    // `core` places one worker per core of the whole machine: beyond the
+    // servers' cores it would reach the load generator's. Only the N it
+    // can place are asked of it; they are planned below like the rest.
+    let core_threads: Vec<usize> = threads
+        .iter()
+        .copied()
+        .filter(|&n| n <= server_cores)
+        .collect();
+    let mut points = Vec::new();
+    let mut dropped = Vec::new();
+    for placement in spec.placements.clone() {
+        let text = placement.text.clone();
+        let ns = if text == "core" {
+            core_threads.clone()
+        } else {
+            threads.clone()
+        };
+        if ns.is_empty() {
+            continue;
+        }
+        let one = RunSpec {
+            placements: vec![placement],
+            threads: ns,
+            ..spec.clone()
+        };
+        for p in expand(topo, &one)? {
+            let reaches = p
+                .cpus
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|cpu| client.contains(*cpu)));
+            if reaches {
+                dropped.push(format!("{} N={}", p.placement, p.workers));
+            } else {
+                points.push(p);
+            }
+        }
+    }
+    // Same CPUs under both placements (no SMT): measured once.
+    let mut kept: Vec<Point> = Vec::new();
+    let mut twins = 0;
+    for p in points {
+        let twin = kept.iter().any(|k| {
+            k.program == p.program && k.model == p.model && k.alloc == p.alloc && k.cpus == p.cpus
+        });
+        if twin {
+            twins += 1;
+        } else {
+            kept.push(p);
+        }
+    }
+    let core_points = kept.iter().filter(|p| p.placement == "core").count();
+    if twins > 0 && core_points == 0 {
+        notes.push(format!(
+            "core picks the same CPUs as compact at every N on this machine ({} package{}, {} \
+             cores, {} PU{} per core), so only compact was measured.",
+            sh.packages,
+            if sh.packages == 1 { "" } else { "s" },
+            sh.cores,
+            sh.pus_per_core,
+            if sh.pus_per_core == 1 { "" } else { "s" },
+        ));
+    }
+    dropped.sort();
+    dropped.dedup();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "Not planned, as they would put server workers on the load generator's CPUs: {}.",
+            dropped.join(", ")
+        ));
+    }
+    // The placement measured once names itself only.
+    let placements_left: Vec<String> = {
+        let mut v: Vec<String> = kept.iter().map(|p| p.placement.clone()).collect();
+        v.dedup();
+        v
+    };
+    spec.placements
+        .retain(|p| placements_left.contains(&p.text));
+    for (i, p) in kept.iter_mut().enumerate() {
+        p.index = i;
+    }
+    spec.study = Some(StudyMeta {
+        kind: StudyKind::Web,
+        limits,
+        notes,
+    });
+    Ok((spec, kept))
+}

@@ -1,0 +1,396 @@
+//! Benchmark: smtlab's `event` web server against nginx, and smtlab's load
+//! generator against wrk, side by side in one run (`cargo bench -p smtlab
+//! --bench web_vs_nginx`). Not a test: it prints requests/s, the ratios
+//! and the machine, and writes them to
+//! `target/bench-results/web_vs_nginx.json`.
+//!
+//! Targets (issue 17):
+//! * `event` with N workers serves at least as many requests/s as nginx
+//!   with N workers on the same CPUs, same files, same load (a 1 KB file
+//!   and the SPECweb96 mix), measured with smtlab's load generator and
+//!   cross-checked with wrk: ratio web/nginx >= 1.00 under both clients.
+//! * Against nginx, smtlab's load generator drives at least as many
+//!   requests/s as wrk with the same connections and CPU, and the two
+//!   agree within 5%: ratio load/wrk >= 1.00 and |ratio - 1| <= 0.05.
+//!
+//! Setup: the servers get CPUs 0..N-1 (N = `SMTLAB_BENCH_WORKERS`, default
+//! 1), the clients the others (on a 2-CPU machine: server CPU 0, client
+//! CPU 1), keep-alive connections (`SMTLAB_BENCH_CONNECTIONS`, default
+//! 32), `SMTLAB_BENCH_SECONDS` (default 3) per measurement after a 1 s
+//! warm-up. The mix is one list of 20,000 paths drawn from the SPECweb96
+//! mix, read by both clients in the same order (smtlab's `--urls`, a Lua
+//! script for wrk); smtlab checks every body, wrk checks none. Each round
+//! measures every (load, server, client) once, in an order that alternates
+//! between rounds, so the host's drift touches all alike.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use smtlab_servers::fileset::{FileSet, Mix};
+use smtlab_servers::reference::nginx::{self, NginxConfig};
+
+const ONE_KB: &str = "/dir00000/class1_0";
+
+/// (load index, server, client) and the requests/s of each round.
+type Measured = Vec<((usize, &'static str, &'static str), Vec<f64>)>;
+
+/// A running server, killed and reaped on drop.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cpu_list(cpus: &[u32]) -> String {
+    cpus.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn start_web(root: &Path, cpus: &[u32]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smtlab"))
+        .args(["serve", "web", "--model", "event", "--threads"])
+        .arg(cpus.len().to_string())
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            &cpu_list(cpus),
+            "--root",
+        ])
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("smtlab serve web starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|r| r.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("the first line is the address: {line}"));
+    Server {
+        child,
+        addr,
+        _dir: None,
+    }
+}
+
+fn start_nginx(exe: &Path, root: &Path, cpus: &[u32]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let conf = NginxConfig {
+        workers: cpus.len(),
+        cpus: cpus.to_vec(),
+        root: root.to_path_buf(),
+        listen: addr,
+        as_root: nix::unistd::geteuid().is_root(),
+    };
+    let path = dir.path().join("nginx.conf");
+    std::fs::write(&path, conf.render(dir.path())).unwrap();
+    let child = Command::new(exe)
+        .args(["-e", "stderr", "-p"])
+        .arg(dir.path())
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    let until = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < until, "nginx did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server {
+        child,
+        addr,
+        _dir: Some(dir),
+    }
+}
+
+/// smtlab's load generator: (requests/s, its CPUs' busy share).
+fn smtlab_load(
+    addr: SocketAddr,
+    load: &Load,
+    connections: usize,
+    seconds: u64,
+    cpus: &[u32],
+) -> (f64, f64) {
+    let mut args: Vec<String> = vec!["load".into(), "http".into()];
+    match &load.urls {
+        None => args.push(format!("http://{addr}{ONE_KB}")),
+        Some(file) => {
+            args.push(format!("http://{addr}/"));
+            args.push("--urls".into());
+            args.push(file.display().to_string());
+        }
+    }
+    for a in [
+        "--connections".to_string(),
+        connections.to_string(),
+        "--duration".into(),
+        format!("{seconds}s"),
+        "--warmup".into(),
+        "1s".into(),
+        "--cpus".into(),
+        cpu_list(cpus),
+        "--json".into(),
+    ] {
+        args.push(a);
+    }
+    let doc = common::smtlab_json(&args);
+    let errors = doc["errors"].as_object().map_or(0, |e| e.len());
+    assert_eq!(errors, 0, "smtlab load saw errors: {doc}");
+    (
+        doc["requests_per_s"].as_f64().unwrap(),
+        doc["client_cpu_share"].as_f64().unwrap_or(f64::NAN),
+    )
+}
+
+/// wrk, one thread per client CPU, pinned there: requests/s.
+fn wrk(addr: SocketAddr, load: &Load, connections: usize, seconds: u64, cpus: &[u32]) -> f64 {
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", &cpu_list(cpus), "wrk"])
+        .arg(format!("-t{}", cpus.len()))
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{seconds}s"));
+    if let Some(script) = &load.wrk_script {
+        cmd.arg("-s").arg(script);
+    }
+    let url = match load.urls {
+        None => format!("http://{addr}{ONE_KB}"),
+        Some(_) => format!("http://{addr}/"),
+    };
+    let out = cmd.arg(url).output().expect("wrk runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !text.contains("Non-2xx") && !text.contains("Socket errors"),
+        "wrk: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("wrk printed no Requests/sec: {text}"))
+}
+
+/// One kind of load: a fixed 1 KB file, or the mix as a path list.
+struct Load {
+    name: &'static str,
+    urls: Option<PathBuf>,
+    wrk_script: Option<PathBuf>,
+}
+
+fn mix_files(dir: &Path, set: &FileSet) -> (PathBuf, PathBuf) {
+    let mix = Mix::specweb96(set);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let paths: Vec<&str> = (0..20_000)
+        .map(|_| set.files[mix.pick(&mut rng)].path.as_str())
+        .collect();
+    let urls = dir.join("mix.txt");
+    std::fs::write(&urls, paths.join("\n") + "\n").unwrap();
+    let script = dir.join("mix.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "local paths = {{}}\n\
+             for line in io.lines(\"{}\") do paths[#paths + 1] = line end\n\
+             local i = 0\n\
+             request = function()\n  i = i % #paths + 1\n  return wrk.format(\"GET\", paths[i])\nend\n",
+            urls.display()
+        ),
+    )
+    .unwrap();
+    (urls, script)
+}
+
+fn main() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let workers = common::count_from_env("SMTLAB_BENCH_WORKERS", 1) as u32;
+    let connections = common::count_from_env("SMTLAB_BENCH_CONNECTIONS", 32);
+    let seconds = common::count_from_env("SMTLAB_BENCH_SECONDS", 3) as u64;
+    let rounds = common::count_from_env("SMTLAB_BENCH_ROUNDS", 3);
+    println!("web_vs_nginx on {}", common::machine());
+    let Some(nginx_exe) = nginx::find() else {
+        println!("skipped: {}", nginx::missing_reason());
+        return;
+    };
+    if Command::new("wrk").arg("--version").output().is_err() {
+        println!("skipped: wrk is not installed (Debian: apt-get install wrk)");
+        return;
+    }
+    if workers >= cpus {
+        println!(
+            "skipped: {workers} server workers leave no CPU for the client on {cpus} CPUs \
+             (SMTLAB_BENCH_WORKERS)"
+        );
+        return;
+    }
+    let server_cpus: Vec<u32> = (0..workers).collect();
+    let client_cpus: Vec<u32> = (workers..cpus).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let set = FileSet::with_dirs(10).unwrap();
+    let root = tmp.path().join("root");
+    set.write_to(&root).unwrap();
+    let (urls, script) = mix_files(tmp.path(), &set);
+    let loads = [
+        Load {
+            name: "1 KB file",
+            urls: None,
+            wrk_script: None,
+        },
+        Load {
+            name: "SPECweb96 mix",
+            urls: Some(urls),
+            wrk_script: Some(script),
+        },
+    ];
+    println!(
+        "servers on CPUs {}, clients on CPUs {}, {connections} keep-alive connections, {seconds} s \
+         per measurement, {rounds} rounds",
+        cpu_list(&server_cpus),
+        cpu_list(&client_cpus)
+    );
+    // (load, server, client) -> requests/s per round; client CPU shares.
+    let mut results: Measured = Vec::new();
+    let mut shares: Vec<((usize, &str), Vec<f64>)> = Vec::new();
+    let mut push = |key: (usize, &'static str, &'static str), v: f64| match results
+        .iter_mut()
+        .find(|(k, _)| *k == key)
+    {
+        Some((_, vs)) => vs.push(v),
+        None => results.push((key, vec![v])),
+    };
+    for round in 0..rounds {
+        let servers: [&'static str; 2] = if round % 2 == 0 {
+            ["web", "nginx"]
+        } else {
+            ["nginx", "web"]
+        };
+        for (li, load) in loads.iter().enumerate() {
+            for server in servers {
+                let s = match server {
+                    "web" => start_web(&root, &server_cpus),
+                    _ => start_nginx(&nginx_exe, &root, &server_cpus),
+                };
+                let clients: [&'static str; 2] = if round % 2 == 0 {
+                    ["smtlab", "wrk"]
+                } else {
+                    ["wrk", "smtlab"]
+                };
+                for client in clients {
+                    let v = if client == "smtlab" {
+                        let (v, share) =
+                            smtlab_load(s.addr, load, connections, seconds, &client_cpus);
+                        match shares.iter_mut().find(|(k, _)| *k == (li, server)) {
+                            Some((_, vs)) => vs.push(share),
+                            None => shares.push(((li, server), vec![share])),
+                        }
+                        v
+                    } else {
+                        wrk(s.addr, load, connections, seconds, &client_cpus)
+                    };
+                    println!(
+                        "round {round}: {:<13} {server:<5} driven by {client:<6} {v:>10.0} req/s",
+                        load.name
+                    );
+                    push((li, server, client), v);
+                }
+            }
+        }
+    }
+    let med = |li: usize, server: &str, client: &str| {
+        common::median(
+            results
+                .iter()
+                .find(|(k, _)| *k == (li, server, client))
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default(),
+        )
+    };
+    let mut doc_loads = Vec::new();
+    let mut all_met = true;
+    println!();
+    for (li, load) in loads.iter().enumerate() {
+        let (web_s, nginx_s) = (med(li, "web", "smtlab"), med(li, "nginx", "smtlab"));
+        let (web_w, nginx_w) = (med(li, "web", "wrk"), med(li, "nginx", "wrk"));
+        let share = |server: &str| {
+            shares
+                .iter()
+                .find(|(k, _)| *k == (li, server))
+                .map_or(f64::NAN, |(_, v)| common::median(v.clone()))
+        };
+        let web_vs_nginx = web_s / nginx_s;
+        let web_vs_nginx_wrk = web_w / nginx_w;
+        let load_vs_wrk = nginx_s / nginx_w;
+        let met_server = web_vs_nginx >= 1.0;
+        let met_load = load_vs_wrk >= 1.0 && (load_vs_wrk - 1.0).abs() <= 0.05;
+        all_met &= met_server && met_load;
+        println!("{}:", load.name);
+        println!(
+            "  event {web_s:.0} vs nginx {nginx_s:.0} req/s (smtlab load): {web_vs_nginx:.3} \
+             (target >= 1.00: {}); with wrk {web_w:.0} vs {nginx_w:.0}: {web_vs_nginx_wrk:.3}",
+            if met_server { "met" } else { "NOT met" }
+        );
+        println!(
+            "  against nginx, smtlab load {nginx_s:.0} vs wrk {nginx_w:.0} req/s: {load_vs_wrk:.3} \
+             (target >= 1.00 and within 5%: {}); smtlab load's CPUs {:.0}% busy (web), {:.0}% \
+             (nginx)",
+            if met_load { "met" } else { "NOT met" },
+            share("web") * 100.0,
+            share("nginx") * 100.0
+        );
+        doc_loads.push(serde_json::json!({
+            "load": load.name,
+            "web_smtlab_req_s": web_s,
+            "nginx_smtlab_req_s": nginx_s,
+            "web_wrk_req_s": web_w,
+            "nginx_wrk_req_s": nginx_w,
+            "web_vs_nginx": web_vs_nginx,
+            "web_vs_nginx_wrk": web_vs_nginx_wrk,
+            "load_vs_wrk": load_vs_wrk,
+            "client_cpu_share_web": share("web"),
+            "client_cpu_share_nginx": share("nginx"),
+            "server_target_met": met_server,
+            "load_target_met": met_load,
+        }));
+    }
+    let doc = serde_json::json!({
+        "machine": common::machine(),
+        "server_cpus": server_cpus,
+        "client_cpus": client_cpus,
+        "connections": connections,
+        "seconds": seconds,
+        "rounds": rounds,
+        "loads": doc_loads,
+        "all_targets_met": all_met,
+        "raw": results.iter().map(|((li, s, c), v)| serde_json::json!({
+            "load": loads[*li].name, "server": s, "client": c, "req_s": v,
+        })).collect::<Vec<_>>(),
+    });
+    common::write_results("web_vs_nginx", &doc);
+    println!("\nall targets met: {all_met} (target/bench-results/web_vs_nginx.json)");
+}
