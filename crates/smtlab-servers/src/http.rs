@@ -9,6 +9,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
@@ -239,6 +240,9 @@ fn decode_path(target: &str) -> Option<String> {
 pub struct Site {
     /// Canonical (symlinks resolved), so a path under it can be checked.
     root: PathBuf,
+    /// The root open, for `openat2(RESOLVE_BENEATH)`: one call per file
+    /// and the kernel's guarantee that nothing outside is opened.
+    dir: std::sync::Arc<File>,
 }
 
 /// A file to send: open, with its length and modification time.
@@ -258,7 +262,8 @@ impl Site {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        Ok(Site { root })
+        let dir = std::sync::Arc::new(File::open(&root)?);
+        Ok(Site { root, dir })
     }
 
     pub fn root(&self) -> &Path {
@@ -275,12 +280,22 @@ impl Site {
         {
             return Err(Status::NotFound);
         }
-        let full = self.root.join(rel);
-        let real = full.canonicalize().map_err(|_| Status::NotFound)?;
-        if !real.starts_with(&self.root) {
-            return Err(Status::NotFound);
-        }
-        let file = File::open(&real).map_err(|_| Status::NotFound)?;
+        let file = match smtlab_sys::open_beneath(self.dir.as_fd(), rel) {
+            Ok(f) => f,
+            // A kernel without openat2 (before 5.6): resolve, then check.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                let real = self
+                    .root
+                    .join(rel)
+                    .canonicalize()
+                    .map_err(|_| Status::NotFound)?;
+                if !real.starts_with(&self.root) {
+                    return Err(Status::NotFound);
+                }
+                File::open(&real).map_err(|_| Status::NotFound)?
+            }
+            Err(_) => return Err(Status::NotFound),
+        };
         let meta = file.metadata().map_err(|_| Status::NotFound)?;
         if !meta.is_file() {
             return Err(Status::NotFound);

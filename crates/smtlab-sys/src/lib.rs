@@ -10,7 +10,10 @@
 //! * `signal_defaults.rs`: default signal actions again in a forked worker;
 //! * `shared_memory.rs`: atomic words shared between processes;
 //! * `clock.rs`: the monotonic clock that windows are measured on;
-//! * `permissions.rs`: our user id and `noexec` mounts.
+//! * `permissions.rs`: our user id and `noexec` mounts;
+//! * `beneath.rs`: opening a file strictly beneath a directory (`openat2`);
+//! * `socket.rs`: a send with `MSG_MORE` (a response head corked until its
+//!   file body follows).
 //!
 //! Called by topology, workloads, execute, doctor and the CLI; uses nothing
 //! in smtlab but the CPU set type. Every public name is re-exported here
@@ -19,6 +22,7 @@
 #![allow(unsafe_code)]
 
 mod affinity;
+mod beneath;
 mod child;
 mod clock;
 mod gate;
@@ -26,8 +30,10 @@ mod permissions;
 mod shared_memory;
 mod signal_defaults;
 mod signals;
+mod socket;
 
 pub use affinity::{current_affinity, set_affinity, thread_affinity};
+pub use beneath::open_beneath;
 pub use child::{configure_child, fork_child, kill, wait4, wait_exited_keep_zombie, ChildEnd};
 pub use clock::monotonic_s;
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
@@ -37,3 +43,4 @@ pub use signal_defaults::default_signal_actions;
 pub use signals::{
     ignore_sigint, interrupt_flag, interrupted_exit_code, SignalForwarding, FORWARDED_SIGNALS,
 };
+pub use socket::send_more;

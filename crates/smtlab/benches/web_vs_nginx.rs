@@ -16,8 +16,11 @@
 //! Setup: the servers get CPUs 0..N-1 (N = `SMTLAB_BENCH_WORKERS`, default
 //! 1), the clients the others (on a 2-CPU machine: server CPU 0, client
 //! CPU 1), keep-alive connections (`SMTLAB_BENCH_CONNECTIONS`, default
-//! 32), `SMTLAB_BENCH_SECONDS` (default 3) per measurement after a 1 s
-//! warm-up. The mix is one list of 20,000 paths drawn from the SPECweb96
+//! 32), `SMTLAB_BENCH_SECONDS` (default 2) per measurement after a 0.5 s
+//! warm-up (smtlab's; wrk has none), `SMTLAB_BENCH_ROUNDS` rounds (default 7). The host drifts
+//! between a fast and a slow state within a minute, so the ratios held
+//! against the targets are medians of per-round ratios (the two sides of
+//! a ratio measured seconds apart), with their quartiles. The mix is one list of 20,000 paths drawn from the SPECweb96
 //! mix, read by both clients in the same order (smtlab's `--urls`, a Lua
 //! script for wrk); smtlab checks every body, wrk checks none. Each round
 //! measures every (load, server, client) once, in an order that alternates
@@ -154,7 +157,7 @@ fn smtlab_load(
         "--duration".into(),
         format!("{seconds}s"),
         "--warmup".into(),
-        "1s".into(),
+        "500ms".into(),
         "--cpus".into(),
         cpu_list(cpus),
         "--json".into(),
@@ -231,8 +234,8 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let workers = common::count_from_env("SMTLAB_BENCH_WORKERS", 1) as u32;
     let connections = common::count_from_env("SMTLAB_BENCH_CONNECTIONS", 32);
-    let seconds = common::count_from_env("SMTLAB_BENCH_SECONDS", 3) as u64;
-    let rounds = common::count_from_env("SMTLAB_BENCH_ROUNDS", 3);
+    let seconds = common::count_from_env("SMTLAB_BENCH_SECONDS", 2) as u64;
+    let rounds = common::count_from_env("SMTLAB_BENCH_ROUNDS", 7);
     println!("web_vs_nginx on {}", common::machine());
     let Some(nginx_exe) = nginx::find() else {
         println!("skipped: {}", nginx::missing_reason());
@@ -322,14 +325,20 @@ fn main() {
             }
         }
     }
-    let med = |li: usize, server: &str, client: &str| {
-        common::median(
-            results
-                .iter()
-                .find(|(k, _)| *k == (li, server, client))
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default(),
-        )
+    let series = |li: usize, server: &str, client: &str| -> Vec<f64> {
+        results
+            .iter()
+            .find(|(k, _)| *k == (li, server, client))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let med = |li: usize, server: &str, client: &str| common::median(series(li, server, client));
+    // Per-round ratios a/b, their median and quartiles.
+    let paired = |a: Vec<f64>, b: Vec<f64>| -> (f64, f64, f64) {
+        let mut r: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
+        r.sort_by(f64::total_cmp);
+        let q = |p: f64| r[((r.len() - 1) as f64 * p).round() as usize];
+        (common::median(r.clone()), q(0.25), q(0.75))
     };
     let mut doc_loads = Vec::new();
     let mut all_met = true;
@@ -343,22 +352,33 @@ fn main() {
                 .find(|(k, _)| *k == (li, server))
                 .map_or(f64::NAN, |(_, v)| common::median(v.clone()))
         };
-        let web_vs_nginx = web_s / nginx_s;
-        let web_vs_nginx_wrk = web_w / nginx_w;
-        let load_vs_wrk = nginx_s / nginx_w;
-        let met_server = web_vs_nginx >= 1.0;
-        let met_load = load_vs_wrk >= 1.0 && (load_vs_wrk - 1.0).abs() <= 0.05;
+        let server = paired(series(li, "web", "smtlab"), series(li, "nginx", "smtlab"));
+        let server_wrk = paired(series(li, "web", "wrk"), series(li, "nginx", "wrk"));
+        let load_vs_wrk = paired(series(li, "nginx", "smtlab"), series(li, "nginx", "wrk"));
+        let met_server = server.0 >= 1.0;
+        let met_load = load_vs_wrk.0 >= 1.0 && (load_vs_wrk.0 - 1.0).abs() <= 0.05;
         all_met &= met_server && met_load;
         println!("{}:", load.name);
         println!(
-            "  event {web_s:.0} vs nginx {nginx_s:.0} req/s (smtlab load): {web_vs_nginx:.3} \
-             (target >= 1.00: {}); with wrk {web_w:.0} vs {nginx_w:.0}: {web_vs_nginx_wrk:.3}",
+            "  event / nginx, driven by smtlab load: {:.3} (quartiles {:.3}-{:.3}; medians {web_s:.0} \
+             vs {nginx_s:.0} req/s): target >= 1.00 {}",
+            server.0,
+            server.1,
+            server.2,
             if met_server { "met" } else { "NOT met" }
         );
         println!(
-            "  against nginx, smtlab load {nginx_s:.0} vs wrk {nginx_w:.0} req/s: {load_vs_wrk:.3} \
-             (target >= 1.00 and within 5%: {}); smtlab load's CPUs {:.0}% busy (web), {:.0}% \
-             (nginx)",
+            "  event / nginx, driven by wrk: {:.3} (quartiles {:.3}-{:.3}; {web_w:.0} vs {nginx_w:.0} \
+             req/s)",
+            server_wrk.0, server_wrk.1, server_wrk.2
+        );
+        println!(
+            "  against nginx, smtlab load / wrk: {:.3} (quartiles {:.3}-{:.3}; {nginx_s:.0} vs \
+             {nginx_w:.0} req/s): target >= 1.00 and within 5% {}; smtlab load's CPUs {:.0}% busy \
+             (web), {:.0}% (nginx)",
+            load_vs_wrk.0,
+            load_vs_wrk.1,
+            load_vs_wrk.2,
             if met_load { "met" } else { "NOT met" },
             share("web") * 100.0,
             share("nginx") * 100.0
@@ -369,9 +389,11 @@ fn main() {
             "nginx_smtlab_req_s": nginx_s,
             "web_wrk_req_s": web_w,
             "nginx_wrk_req_s": nginx_w,
-            "web_vs_nginx": web_vs_nginx,
-            "web_vs_nginx_wrk": web_vs_nginx_wrk,
-            "load_vs_wrk": load_vs_wrk,
+            "web_vs_nginx": server.0,
+            "web_vs_nginx_quartiles": [server.1, server.2],
+            "web_vs_nginx_wrk": server_wrk.0,
+            "load_vs_wrk": load_vs_wrk.0,
+            "load_vs_wrk_quartiles": [load_vs_wrk.1, load_vs_wrk.2],
             "client_cpu_share_web": share("web"),
             "client_cpu_share_nginx": share("nginx"),
             "server_target_met": met_server,

@@ -216,6 +216,13 @@ impl Client<'_> {
                 }
                 if busy && !self.conns[k].is_busy() {
                     self.freed(k, now);
+                    // Closed loop: the next request goes out at once, as
+                    // wrk's does, not after the rest of the batch (a batch
+                    // holding large bodies to check would leave the server
+                    // idle meanwhile).
+                    if self.schedule.is_none() {
+                        self.dispatch(now, &mut retry);
+                    }
                 }
             }
         }

@@ -6,17 +6,65 @@
 //! stream of its own (the run's seed, the thread's index as the stream, so
 //! a run is repeatable), or the list in turn from its own starting point.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::fileset::{BodyCheck, FileSet, Mix, MAX_DIRS};
+use crate::fileset::{content_key, fill, BodyCheck, FileSet, Mix, MAX_DIRS};
+
+/// The most bytes of expected bodies a run keeps (made once per file on
+/// its first request, then compared with `memcmp`): the default file set
+/// (51 MB) fits; past it, bodies are checked by making their bytes anew.
+const KEPT_BYTES: u64 = 256 << 20;
+
+/// Expected bodies kept for the checks, one slot per path, made on first
+/// use by whichever thread asks first.
+#[derive(Debug, Default)]
+pub struct Kept {
+    slots: Vec<OnceLock<Option<Arc<[u8]>>>>,
+    bytes: AtomicU64,
+}
+
+impl Kept {
+    fn with_slots(n: usize) -> Kept {
+        Kept {
+            slots: (0..n).map(|_| OnceLock::new()).collect(),
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// The check of path `i` (`size` bytes): against its kept bytes while
+    /// they fit in [`KEPT_BYTES`], else made anew.
+    fn check(&self, i: usize, path: &str, size: u64) -> BodyCheck {
+        let kept = self.slots[i].get_or_init(|| {
+            let total = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
+            (total <= KEPT_BYTES).then(|| {
+                let mut body = vec![0u8; size as usize];
+                fill(content_key(path), 0, &mut body);
+                Arc::from(body)
+            })
+        });
+        match kept {
+            Some(bytes) => BodyCheck::against(path, bytes.clone()),
+            None => BodyCheck::new(path, size),
+        }
+    }
+}
 
 /// The paths of a run, with each one's expected size when it is a file
 /// of the set (its body can then be checked).
 #[derive(Debug)]
 pub enum Paths<'a> {
-    Mix { set: &'a FileSet, mix: Mix },
-    List(Vec<(String, Option<u64>)>),
+    Mix {
+        set: &'a FileSet,
+        mix: Mix,
+        kept: Kept,
+    },
+    /// Each path with its size and its slot in [`Kept`] (one per distinct
+    /// path: a list repeats its paths).
+    List(Vec<(String, Option<u64>, usize)>, Kept),
 }
 
 impl<'a> Paths<'a> {
@@ -24,6 +72,7 @@ impl<'a> Paths<'a> {
         Paths::Mix {
             set,
             mix: Mix::specweb96(set),
+            kept: Kept::with_slots(set.files.len()),
         }
     }
 
@@ -32,15 +81,17 @@ impl<'a> Paths<'a> {
     pub fn list(paths: &[String]) -> Paths<'a> {
         let dirs = paths.iter().filter_map(|p| dir_of(p)).max();
         let set = dirs.and_then(|d| FileSet::with_dirs(d + 1).ok());
-        Paths::List(
-            paths
-                .iter()
-                .map(|p| {
-                    let size = set.as_ref().and_then(|s| s.find(p)).map(|f| f.size);
-                    (p.clone(), size)
-                })
-                .collect(),
-        )
+        let mut slots: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let list: Vec<(String, Option<u64>, usize)> = paths
+            .iter()
+            .map(|p| {
+                let size = set.as_ref().and_then(|s| s.find(p)).map(|f| f.size);
+                let next = slots.len();
+                let slot = *slots.entry(p.as_str()).or_insert(next);
+                (p.clone(), size, slot)
+            })
+            .collect();
+        Paths::List(list, Kept::with_slots(slots.len()))
     }
 }
 
@@ -75,20 +126,19 @@ impl<'a> Picker<'a> {
 
     /// The next path, and the check of its body when it is verified.
     pub fn next(&mut self) -> (&'a str, Option<BodyCheck>) {
-        let (path, size): (&'a str, Option<u64>) = match self.paths {
-            Paths::Mix { set, mix } => {
-                let f = &set.files[mix.pick(&mut self.rng)];
-                (&f.path, Some(f.size))
+        let (path, size, i, kept): (&'a str, Option<u64>, usize, &'a Kept) = match self.paths {
+            Paths::Mix { set, mix, kept } => {
+                let i = mix.pick(&mut self.rng);
+                let f = &set.files[i];
+                (&f.path, Some(f.size), i, kept)
             }
-            Paths::List(list) => {
-                let (p, size) = &list[self.next % list.len()];
+            Paths::List(list, kept) => {
+                let (p, size, slot) = &list[self.next % list.len()];
                 self.next = self.next.wrapping_add(1);
-                (p, *size)
+                (p, *size, *slot, kept)
             }
         };
-        let check = size
-            .filter(|_| self.verify)
-            .map(|s| BodyCheck::new(path, s));
+        let check = size.filter(|_| self.verify).map(|s| kept.check(i, path, s));
         (path, check)
     }
 }
@@ -116,8 +166,18 @@ mod tests {
         assert_eq!(p.next().0, "/dir00002/class1_3");
         let mut unverified = Picker::new(&paths, 1, 1, false);
         assert!(unverified.next().1.is_none());
-        let Paths::List(l) = &paths else { panic!() };
+        let Paths::List(l, kept) = &paths else {
+            panic!()
+        };
         assert_eq!(l[1].1, Some(4 * 1024));
+        assert_eq!(kept.slots.len(), 3);
+        // A list that repeats a path keeps one copy of its body.
+        let twice = Paths::list(&[list[1].clone(), list[0].clone(), list[1].clone()]);
+        let Paths::List(l, kept) = &twice else {
+            panic!()
+        };
+        assert_eq!((l[0].2, l[1].2, l[2].2), (0, 1, 0));
+        assert_eq!(kept.slots.len(), 2);
     }
 
     #[test]

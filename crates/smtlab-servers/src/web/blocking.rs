@@ -320,8 +320,12 @@ impl Connection<'_> {
                 all.extend_from_slice(&bytes);
                 write_all(&mut self.stream, &all, &mut sent)
             }
-            Body::File { file, len } => write_all(&mut self.stream, &response.head, &mut sent)
-                .and_then(|()| send_file(&mut self.stream, &file, len, &mut sent)),
+            // The head corked (MSG_MORE) so a small file leaves with it.
+            Body::File { file, len } if len > 0 => {
+                write_head_more(&self.stream, &response.head, &mut sent)
+                    .and_then(|()| send_file(&mut self.stream, &file, len, &mut sent))
+            }
+            Body::File { .. } => write_all(&mut self.stream, &response.head, &mut sent),
         };
         match result {
             Ok(()) => {
@@ -379,6 +383,23 @@ impl Connection<'_> {
 fn write_all(stream: &mut TcpStream, mut data: &[u8], sent: &mut u64) -> io::Result<()> {
     while !data.is_empty() {
         match stream.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                data = &data[n..];
+                *sent += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Write all of a response head that a body follows, with `MSG_MORE` so
+/// that the kernel sends it together with the start of the body.
+fn write_head_more(stream: &TcpStream, mut data: &[u8], sent: &mut u64) -> io::Result<()> {
+    while !data.is_empty() {
+        match smtlab_sys::send_more(stream.as_fd(), data) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
                 data = &data[n..];

@@ -307,8 +307,17 @@ impl Outgoing {
     /// Write as much as the socket takes now.
     pub(super) fn write(&mut self, stream: &mut TcpStream) -> Flow {
         let mut progress = false;
+        // With a file body to follow, the head is corked (MSG_MORE) so that
+        // a small file leaves in the same segment as its head.
+        let more = self.file.as_ref().is_some_and(|f| f.len > 0);
         while self.head_at < self.head.len() {
-            match stream.write(&self.head[self.head_at..]) {
+            let rest = &self.head[self.head_at..];
+            let wrote = if more {
+                smtlab_sys::send_more(stream.as_fd(), rest)
+            } else {
+                stream.write(rest)
+            };
+            match wrote {
                 Ok(0) => return Flow::Failed,
                 Ok(n) => {
                     self.head_at += n;
