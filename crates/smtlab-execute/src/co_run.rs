@@ -207,20 +207,7 @@ fn failed(
     status: SampleStatus,
     reason: String,
 ) -> Sample {
-    Sample {
-        seq,
-        warmup,
-        status,
-        reason: Some(reason),
-        started_at,
-        wall_s,
-        ops: None,
-        metric: None,
-        usage: ResourceUsage::default(),
-        counters: Vec::new(),
-        workers: Vec::new(),
-        extras: Default::default(),
-    }
+    Sample::without_result(seq, warmup, status, reason, started_at, wall_s)
 }
 
 fn unix_now() -> f64 {

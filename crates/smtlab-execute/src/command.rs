@@ -142,20 +142,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 
 fn failed(point: &Point, seq: usize, warmup: bool, reason: String) -> Sample {
     let _ = point;
-    Sample {
-        seq,
-        warmup,
-        status: SampleStatus::Failed,
-        reason: Some(reason),
-        started_at: unix_now(),
-        wall_s: 0.0,
-        ops: None,
-        metric: None,
-        usage: ResourceUsage::default(),
-        counters: Vec::new(),
-        workers: Vec::new(),
-        extras: Default::default(),
-    }
+    Sample::without_result(seq, warmup, SampleStatus::Failed, reason, unix_now(), 0.0)
 }
 
 fn unix_now() -> f64 {

@@ -201,20 +201,14 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             Outcome::Measured(Box::new(s))
         }
         Ok(None) => Outcome::Interrupted,
-        Err(e) => Outcome::Measured(Box::new(Sample {
+        Err(e) => Outcome::Measured(Box::new(Sample::without_result(
             seq,
             warmup,
-            status: SampleStatus::Failed,
-            reason: Some(format!("{e:#}")),
+            SampleStatus::Failed,
+            format!("{e:#}"),
             started_at,
-            wall_s: 0.0,
-            ops: None,
-            metric: None,
-            usage: ResourceUsage::default(),
-            counters: Vec::new(),
-            workers: Vec::new(),
-            extras: Default::default(),
-        })),
+            0.0,
+        ))),
     }
 }
 

@@ -199,3 +199,32 @@ pub struct Sample {
     #[serde(default)]
     pub extras: BTreeMap<String, f64>,
 }
+
+impl Sample {
+    /// A sample that measured nothing (it failed, crashed or timed out
+    /// before a result): its status and why, when it started and how long
+    /// it ran.
+    pub fn without_result(
+        seq: usize,
+        warmup: bool,
+        status: SampleStatus,
+        reason: String,
+        started_at: f64,
+        wall_s: f64,
+    ) -> Sample {
+        Sample {
+            seq,
+            warmup,
+            status,
+            reason: Some(reason),
+            started_at,
+            wall_s,
+            ops: None,
+            metric: None,
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: BTreeMap::new(),
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{assert_usage_error, json, json_exit, smtlab};
+use support::{assert_usage_error, json, json_exit, smtlab, wait_gone};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -21,33 +21,6 @@ fn db(dir: &tempfile::TempDir) -> String {
 
 fn points(doc: &Value) -> &Vec<Value> {
     doc["points"].as_array().unwrap()
-}
-
-/// Processes whose environment carries `mark` (workers inherit it).
-fn processes_with_mark(mark: &str) -> Vec<u32> {
-    let needle = format!("SMTLAB_TEST_MARK={mark}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .filter(|pid| {
-            // A zombie waiting for its (already dead) parent is not running.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(false)
-        })
-        .collect()
 }
 
 /// Samples committed so far (from `smtlab runs --json`).
@@ -468,17 +441,6 @@ fn start_long_run(db: &str, mark: &str) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn wait_gone(mark: &str) -> Vec<u32> {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_with_mark(mark);
-        if left.is_empty() || Instant::now() > until {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{assert_usage_error, smtlab};
+use support::{assert_usage_error, processes_with_mark, smtlab, wait_gone};
 
 fn exe() -> PathBuf {
     assert_cmd::cargo::cargo_bin("smtlab")
@@ -26,44 +26,6 @@ fn two_cpus() -> bool {
         ));
     }
     n >= 2
-}
-
-/// Live processes whose environment holds `SMTLAB_TEST_MARK=mark`: the run
-/// and everything it started (servers, their workers, nginx).
-fn processes_with_mark(mark: &str) -> Vec<u32> {
-    let needle = format!("SMTLAB_TEST_MARK={mark}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-fn wait_gone(mark: &str) -> Vec<u32> {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_with_mark(mark);
-        if left.is_empty() || Instant::now() > until {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// smtlab with the file set cached under `cache` (not the user's home) and

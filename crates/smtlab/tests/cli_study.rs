@@ -77,17 +77,7 @@ fn plans_for_a_power7_sized_machine_in_text() {
 fn pinning_plan_from_a_real_power7_dump() {
     // 256 PUs: 8 NUMA nodes x 8 cores x SMT4 (hwloc's 256ppc-8n8s4t).
     let tmp = tempfile::tempdir().unwrap();
-    let tarball =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sysfs/256ppc-8n8s4t.tar.bz2");
-    let st = std::process::Command::new("tar")
-        .arg("xjf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp.path())
-        .status()
-        .expect("tar runs (scripts/setup.sh installs tar and bzip2)");
-    assert!(st.success());
-    let root = tmp.path().join("256ppc-8n8s4t");
+    let root = support::dump("256ppc-8n8s4t", tmp.path());
     let doc = json(&[
         "study",
         "pinning",

@@ -97,17 +97,7 @@ fn synthetic_smt_machine_gets_siblings_and_cores_beside_the_load_generator() {
 #[test]
 fn power7_dump_plans_the_ladder_on_48_cores_and_keeps_16_for_the_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let tarball =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sysfs/256ppc-8n8s4t.tar.bz2");
-    let st = std::process::Command::new("tar")
-        .arg("xjf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp.path())
-        .status()
-        .expect("tar runs (scripts/setup.sh installs tar and bzip2)");
-    assert!(st.success());
-    let root = tmp.path().join("256ppc-8n8s4t");
+    let root = support::dump("256ppc-8n8s4t", tmp.path());
     let doc = json(&[
         "study",
         "web",

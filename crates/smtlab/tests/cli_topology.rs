@@ -3,32 +3,9 @@
 
 mod support;
 
-use support::{assert_usage_error, json, smtlab};
+use support::{assert_usage_error, dump, json, smtlab};
 
-use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
-
-/// Extract a hwloc dump from `fixtures/sysfs` and return its root.
-fn dump(name: &str, tmp: &Path) -> PathBuf {
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/sysfs")
-        .join(format!("{name}.tar.bz2"));
-    let ok = StdCommand::new("tar")
-        .arg("xjf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(tmp)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "extract {}", tarball.display());
-    std::fs::read_dir(tmp)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-}
 
 /// Ask hwloc how many objects of a type this machine has.
 fn hwloc_count(kind: &str) -> Option<usize> {

@@ -246,6 +246,9 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         Urls::Mix(set) => urls::Paths::mix(set),
         Urls::List(list) => urls::Paths::list(list),
     };
+    if config.verify {
+        paths.keep_all();
+    }
     let plans: Vec<client::ThreadPlan> = (0..config.threads)
         .map(|k| client::ThreadPlan {
             index: k,

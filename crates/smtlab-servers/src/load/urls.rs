@@ -35,18 +35,23 @@ impl Kept {
         }
     }
 
-    /// The check of path `i` (`size` bytes): against its kept bytes while
-    /// they fit in [`KEPT_BYTES`], else made anew.
-    fn check(&self, i: usize, path: &str, size: u64) -> BodyCheck {
-        let kept = self.slots[i].get_or_init(|| {
+    /// The kept bytes of path `i` (`size` bytes), made now if they were
+    /// not and fit in [`KEPT_BYTES`].
+    fn kept(&self, i: usize, path: &str, size: u64) -> &Option<Arc<[u8]>> {
+        self.slots[i].get_or_init(|| {
             let total = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
             (total <= KEPT_BYTES).then(|| {
                 let mut body = vec![0u8; size as usize];
                 fill(content_key(path), 0, &mut body);
                 Arc::from(body)
             })
-        });
-        match kept {
+        })
+    }
+
+    /// The check of path `i` (`size` bytes): against its kept bytes while
+    /// they fit in [`KEPT_BYTES`], else made anew.
+    fn check(&self, i: usize, path: &str, size: u64) -> BodyCheck {
+        match self.kept(i, path, size) {
             Some(bytes) => BodyCheck::against(path, bytes.clone()),
             None => BodyCheck::new(path, size),
         }
@@ -92,6 +97,28 @@ impl<'a> Paths<'a> {
             })
             .collect();
         Paths::List(list, Kept::with_slots(slots.len()))
+    }
+}
+
+impl Paths<'_> {
+    /// Make every body to be checked now, before the run: made on first
+    /// use instead, a large file first asked for mid-window would hold its
+    /// client thread (and leave the server idle) while it is made.
+    pub fn keep_all(&self) {
+        match self {
+            Paths::Mix { set, kept, .. } => {
+                for (i, f) in set.files.iter().enumerate() {
+                    kept.kept(i, &f.path, f.size);
+                }
+            }
+            Paths::List(list, kept) => {
+                for (p, size, slot) in list {
+                    if let Some(size) = size {
+                        kept.kept(*slot, p, *size);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -178,6 +205,24 @@ mod tests {
         };
         assert_eq!((l[0].2, l[1].2, l[2].2), (0, 1, 0));
         assert_eq!(kept.slots.len(), 2);
+    }
+
+    #[test]
+    fn bodies_are_kept_before_the_run_and_checked_against() {
+        let set = FileSet::with_dirs(1).unwrap();
+        let paths = Paths::mix(&set);
+        paths.keep_all();
+        let Paths::Mix { kept, .. } = &paths else {
+            panic!()
+        };
+        assert!(kept.slots.iter().all(|s| matches!(s.get(), Some(Some(_)))));
+        assert_eq!(kept.bytes.load(Ordering::Relaxed), set.total_bytes());
+        let f = &set.files[20];
+        let mut body = vec![0; f.size as usize];
+        fill(content_key(&f.path), 0, &mut body);
+        let mut check = kept.check(20, &f.path, f.size);
+        check.feed(&body);
+        assert_eq!(check.finish(), Ok(()));
     }
 
     #[test]

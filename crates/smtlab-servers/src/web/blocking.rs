@@ -322,7 +322,7 @@ impl Connection<'_> {
             }
             // The head corked (MSG_MORE) so a small file leaves with it.
             Body::File { file, len } if len > 0 => {
-                write_head_more(&self.stream, &response.head, &mut sent)
+                write_all_more(&mut self.stream, &response.head, &mut sent, true)
                     .and_then(|()| send_file(&mut self.stream, &file, len, &mut sent))
             }
             Body::File { .. } => write_all(&mut self.stream, &response.head, &mut sent),
@@ -380,26 +380,25 @@ impl Connection<'_> {
 
 /// Write all of `data`, counting into `sent` what left. A write that makes
 /// no progress within the socket's write timeout fails with `WouldBlock`.
-fn write_all(stream: &mut TcpStream, mut data: &[u8], sent: &mut u64) -> io::Result<()> {
-    while !data.is_empty() {
-        match stream.write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                data = &data[n..];
-                *sent += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+fn write_all(stream: &mut TcpStream, data: &[u8], sent: &mut u64) -> io::Result<()> {
+    write_all_more(stream, data, sent, false)
 }
 
-/// Write all of a response head that a body follows, with `MSG_MORE` so
-/// that the kernel sends it together with the start of the body.
-fn write_head_more(stream: &TcpStream, mut data: &[u8], sent: &mut u64) -> io::Result<()> {
+/// [`write_all`], with `more`: a head that a file body follows, sent with
+/// `MSG_MORE` so that the kernel sends it with the start of the body.
+fn write_all_more(
+    stream: &mut TcpStream,
+    mut data: &[u8],
+    sent: &mut u64,
+    more: bool,
+) -> io::Result<()> {
     while !data.is_empty() {
-        match smtlab_sys::send_more(stream.as_fd(), data) {
+        let wrote = if more {
+            smtlab_sys::send_more(stream.as_fd(), data)
+        } else {
+            stream.write(data)
+        };
+        match wrote {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => {
                 data = &data[n..];

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -63,4 +65,68 @@ pub fn assert_usage_error(args: &[&str], needle: &str) {
         "{args:?}: `{err}` should name `{needle}`"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Extract the hwloc dump `name` from `fixtures/sysfs` into `tmp` (an
+/// empty directory) and return its root.
+pub fn dump(name: &str, tmp: &Path) -> PathBuf {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sysfs")
+        .join(format!("{name}.tar.bz2"));
+    let ok = std::process::Command::new("tar")
+        .arg("xjf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(tmp)
+        .status()
+        .expect("tar runs (scripts/setup.sh installs tar and bzip2)")
+        .success();
+    assert!(ok, "extract {}", tarball.display());
+    // The dump's own directory (not always named like its tarball).
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+/// Live processes whose environment holds `SMTLAB_TEST_MARK=mark`: a run
+/// started with that variable and everything it started.
+pub fn processes_with_mark(mark: &str) -> Vec<u32> {
+    let needle = format!("SMTLAB_TEST_MARK={mark}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .filter(|pid| {
+            // A zombie waiting for its (already dead) parent is not running.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The marked processes still alive after waiting up to 5 s for them to go.
+pub fn wait_gone(mark: &str) -> Vec<u32> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with_mark(mark);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
