@@ -210,7 +210,13 @@ impl Client<'_> {
             for event in events.iter() {
                 let k = event.token().0;
                 let busy = self.conns[k].is_busy();
-                self.conns[k].on_event(now, &mut scratch, &mut ended);
+                self.conns[k].on_event(
+                    self.poll.registry(),
+                    event.token(),
+                    now,
+                    &mut scratch,
+                    &mut ended,
+                );
                 for e in ended.drain(..) {
                     record(&mut self.record, self.schedule.is_some(), now, e);
                 }

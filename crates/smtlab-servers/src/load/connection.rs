@@ -73,6 +73,11 @@ pub struct Connection {
     pending: Vec<u8>,
     reader: ResponseReader,
     request: Option<InFlight>,
+    /// Whether the poll reports writability too: while connecting, and
+    /// while a request waits for room in the socket. Otherwise readable
+    /// only, so that the acknowledgement of every request (room again in
+    /// the send buffer) does not wake the client for nothing.
+    writable: bool,
 }
 
 impl Connection {
@@ -94,6 +99,7 @@ impl Connection {
             .map_err(|_| ErrorKind::Connect)?;
         self.stream = Some(stream);
         self.connected = false;
+        self.writable = true;
         Ok(())
     }
 
@@ -115,7 +121,7 @@ impl Connection {
         self.written = 0;
         self.request = Some(request);
         if self.connected {
-            if let Err(kind) = self.flush() {
+            if let Err(kind) = self.flush(registry, token) {
                 self.request = None;
                 self.close();
                 return Err(kind);
@@ -126,7 +132,14 @@ impl Connection {
 
     /// Handle a readiness event: finish connecting, write, read. What ended
     /// is pushed to `ended`.
-    pub fn on_event(&mut self, now: Instant, scratch: &mut [u8], ended: &mut Vec<Ended>) {
+    pub fn on_event(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        now: Instant,
+        scratch: &mut [u8],
+        ended: &mut Vec<Ended>,
+    ) {
         let Some(stream) = self.stream.as_ref() else {
             return; // a stale event of a socket closed in this batch
         };
@@ -144,9 +157,12 @@ impl Connection {
             }
         }
         if self.written < self.out.len() && self.request.is_some() {
-            if let Err(kind) = self.flush() {
+            if let Err(kind) = self.flush(registry, token) {
                 return self.fail(kind, ended);
             }
+        } else if self.writable {
+            // Connected, nothing left to write: readable only from now on.
+            self.interest(registry, token, false);
         }
         self.read_all(now, scratch, ended);
     }
@@ -166,7 +182,9 @@ impl Connection {
         self.request.take()
     }
 
-    fn flush(&mut self) -> Result<(), ErrorKind> {
+    /// Write what is left of the request; blocked, ask to hear when the
+    /// socket has room.
+    fn flush(&mut self, registry: &Registry, token: Token) -> Result<(), ErrorKind> {
         let Some(stream) = self.stream.as_mut() else {
             return Err(ErrorKind::Write);
         };
@@ -174,12 +192,34 @@ impl Connection {
             match stream.write(&self.out[self.written..]) {
                 Ok(0) => return Err(ErrorKind::Write),
                 Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.interest(registry, token, true);
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(ErrorKind::Write),
             }
         }
+        if self.writable {
+            self.interest(registry, token, false);
+        }
         Ok(())
+    }
+
+    /// Readable, and writable too when `writable`. A failed change leaves
+    /// the socket reporting both, which costs only wake-ups.
+    fn interest(&mut self, registry: &Registry, token: Token, writable: bool) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        let interest = if writable {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        if registry.reregister(stream, token, interest).is_ok() {
+            self.writable = writable;
+        }
     }
 
     /// Read until the socket has nothing more (edge-triggered readiness).
