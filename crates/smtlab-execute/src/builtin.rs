@@ -55,7 +55,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         unreachable!("builtin::run is only called for built-in workloads");
     };
     let (procs, threads) = point.model.shape(point.workers);
-    let started_at = unix_now();
+    let started_at = sys::unix_now_s();
     let (tx, rx) = mpsc::channel::<FromWorker>();
     let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
     let mut failure: Option<(SampleStatus, String)> = None;
@@ -235,7 +235,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                         *reason = format!(
                             "worker pid {} killed by signal {}{}",
                             w.pid,
-                            signal_name(*sig),
+                            sys::signal_name(*sig),
                             stderr_of(w)
                         );
                     }
@@ -329,18 +329,6 @@ fn reap_all(workers: &[Worker]) -> Vec<Option<ChildEnd>> {
         .iter()
         .map(|w| sys::wait4(w.pid).ok().map(|(end, _)| end))
         .collect()
-}
-
-fn signal_name(sig: i32) -> String {
-    Signal::try_from(sig)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| sig.to_string())
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Forward a worker's stdout messages to the channel; keep its stderr tail.

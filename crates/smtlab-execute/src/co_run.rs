@@ -41,7 +41,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         Mode::FixedTime { seconds } => Duration::from_secs_f64(seconds),
         Mode::FixedWork { .. } => Duration::ZERO,
     };
-    let started_at = unix_now();
+    let started_at = smtlab_sys::unix_now_s();
     let start = Instant::now();
     let counting = AtomicUsize::new(parts.len());
     let abort = AtomicBool::new(false);
@@ -208,10 +208,4 @@ fn failed(
     reason: String,
 ) -> Sample {
     Sample::without_result(seq, warmup, status, reason, started_at, wall_s)
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -142,13 +142,14 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 
 fn failed(point: &Point, seq: usize, warmup: bool, reason: String) -> Sample {
     let _ = point;
-    Sample::without_result(seq, warmup, SampleStatus::Failed, reason, unix_now(), 0.0)
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+    Sample::without_result(
+        seq,
+        warmup,
+        SampleStatus::Failed,
+        reason,
+        sys::unix_now_s(),
+        0.0,
+    )
 }
 
 fn run_inner(
@@ -271,7 +272,7 @@ fn run_inner(
             g.wait_ready();
         }
     }
-    let started_at = unix_now();
+    let started_at = sys::unix_now_s();
     let start = sys::monotonic_s();
     for c in &mut children {
         if let Some(g) = c.gate.take() {
@@ -379,8 +380,7 @@ fn run_inner(
                 }
                 Some(ChildEnd::Signaled(s)) => {
                     status = SampleStatus::Crashed;
-                    let name =
-                        Signal::try_from(s).map_or(s.to_string(), |s| s.as_str().to_string());
+                    let name = sys::signal_name(s);
                     reason = Some(format!("rank {} killed by {name}{err}", e.rank));
                     break;
                 }

@@ -62,8 +62,7 @@ pub fn check_loadable(exe: &Path, preload: &Preload) -> Result<(), PreloadError>
         None => {
             use std::os::unix::process::ExitStatusExt;
             let sig = out.status.signal().unwrap_or(0);
-            let name = nix::sys::signal::Signal::try_from(sig)
-                .map_or(sig.to_string(), |s| s.as_str().to_string());
+            let name = smtlab_sys::signal_name(sig);
             Err(PreloadError::Broken {
                 library,
                 how: format!("was killed by {name}{}", first_line(&stderr)),

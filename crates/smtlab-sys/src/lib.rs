@@ -35,12 +35,13 @@ mod socket;
 pub use affinity::{current_affinity, set_affinity, thread_affinity};
 pub use beneath::open_beneath;
 pub use child::{configure_child, fork_child, kill, wait4, wait_exited_keep_zombie, ChildEnd};
-pub use clock::monotonic_s;
+pub use clock::{monotonic_s, unix_now_s};
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
 pub use permissions::{euid, is_noexec};
 pub use shared_memory::SharedWords;
 pub use signal_defaults::default_signal_actions;
 pub use signals::{
-    ignore_sigint, interrupt_flag, interrupted_exit_code, SignalForwarding, FORWARDED_SIGNALS,
+    ignore_sigint, interrupt_flag, interrupted_exit_code, signal_name, SignalForwarding,
+    FORWARDED_SIGNALS,
 };
 pub use socket::send_more;

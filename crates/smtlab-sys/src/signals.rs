@@ -173,3 +173,9 @@ pub fn interrupted_exit_code() -> i32 {
         sig => 128 + sig,
     }
 }
+
+/// A signal's name (`SIGSEGV`), or its number where it has none: how a
+/// killed child is named in every reason smtlab stores.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig).map_or(sig.to_string(), |s| s.as_str().to_string())
+}
