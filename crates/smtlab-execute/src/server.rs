@@ -192,7 +192,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     let Program::Server { server, params } = &point.program else {
         unreachable!("server::run is only called for server points");
     };
-    let started_at = unix_now();
+    let started_at = sys::unix_now_s();
     match run_inner(point, server, params, ctx) {
         Ok(Some(mut s)) => {
             s.seq = seq;
@@ -212,12 +212,6 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     }
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// A started server: its process (group leader), how it ended when it has,
 /// and what it printed.
 struct Running {
@@ -225,8 +219,10 @@ struct Running {
     ended: mpsc::Receiver<(Option<ChildEnd>, ResourceUsage)>,
     stdout: mpsc::Receiver<String>,
     stderr: std::thread::JoinHandle<String>,
-    /// nginx's own directory (configuration, pid, logs), removed on drop.
-    _dir: Option<tempfile::TempDir>,
+    /// nginx: its address (it cannot report a port the kernel chose, so
+    /// smtlab chose one) and its own directory (configuration, pid, logs),
+    /// removed on drop.
+    nginx: Option<(SocketAddr, tempfile::TempDir)>,
 }
 
 impl Running {
@@ -394,7 +390,7 @@ fn start(
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let mut dir = None;
+    let mut nginx_at = None;
     let mut cmd = Command::new(&ctx.exe);
     cmd.arg("__gate");
     match server {
@@ -430,11 +426,12 @@ fn start(
                 .and_then(|l| l.local_addr())
                 .context("finding a free port for nginx")?
                 .port();
+            let listen = SocketAddr::from(([127, 0, 0, 1], port));
             let conf = NginxConfig {
                 workers: point.workers,
                 cpus: cpus.clone(),
                 root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
-                listen: SocketAddr::from(([127, 0, 0, 1], port)),
+                listen,
                 as_root: nix::unistd::geteuid().is_root(),
             };
             let path = d.path().join("nginx.conf");
@@ -442,7 +439,7 @@ fn start(
                 .with_context(|| format!("writing {}", path.display()))?;
             cmd.arg(exe).args(["-e", "stderr", "-p"]).arg(d.path());
             cmd.arg("-c").arg(&path);
-            dir = Some(d);
+            nginx_at = Some((listen, d));
         }
     }
     cmd.stdin(Stdio::null())
@@ -510,7 +507,7 @@ fn start(
         ended,
         stdout,
         stderr,
-        _dir: dir,
+        nginx: nginx_at,
     };
     let counters = plan.map(|pl| ThreadCounters::open_for_process(pid, pl));
     gate.wait_ready();
@@ -526,12 +523,6 @@ fn wait_ready(
 ) -> anyhow::Result<Option<SocketAddr>> {
     let limit = ctx.timeout.map_or(START_LIMIT, |t| t.min(START_LIMIT));
     let deadline = Instant::now() + limit;
-    let nginx_addr = running._dir.as_ref().and_then(|d| {
-        let conf = std::fs::read_to_string(d.path().join("nginx.conf")).ok()?;
-        conf.lines()
-            .find_map(|l| l.trim().strip_prefix("listen "))
-            .and_then(|a| a.trim_end_matches(';').parse::<SocketAddr>().ok())
-    });
     loop {
         if ctx.stop.load(Ordering::SeqCst) {
             return Ok(None);
@@ -542,8 +533,8 @@ fn wait_ready(
                 describe(end)
             );
         }
-        match server {
-            "web" => match running.stdout.recv_timeout(POLL) {
+        match running.nginx.as_ref().map(|(addr, _)| *addr) {
+            None => match running.stdout.recv_timeout(POLL) {
                 Ok(line) => {
                     let addr = line
                         .strip_prefix("listening on http://")
@@ -560,8 +551,7 @@ fn wait_ready(
                     std::thread::sleep(POLL);
                 }
             },
-            _ => {
-                let addr = nginx_addr.context("nginx's configuration has no listen address")?;
+            Some(addr) => {
                 if TcpStream::connect_timeout(&addr, POLL).is_ok() {
                     return Ok(Some(addr));
                 }
@@ -599,10 +589,7 @@ fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
 fn describe(end: Option<ChildEnd>) -> String {
     match end {
         Some(ChildEnd::Exited(c)) => format!("exit code {c}"),
-        Some(ChildEnd::Signaled(s)) => {
-            let name = Signal::try_from(s).map_or(s.to_string(), |s| s.as_str().to_string());
-            format!("killed by {name}")
-        }
+        Some(ChildEnd::Signaled(s)) => format!("killed by {}", sys::signal_name(s)),
         None => "could not wait for it".into(),
     }
 }

@@ -105,58 +105,40 @@ pub fn plan_web(
         ));
     }
 
-    // The servers, with the study's load settings (a user's --param and
-    // --client-cpus come with the programs they gave).
-    let with_client = |server: &str| {
-        let mut params = BTreeMap::new();
-        if !client.is_empty() {
-            params.insert("client_cpus".to_string(), client.to_string());
-        }
-        Program::Server {
-            server: server.to_string(),
-            params,
-        }
-    };
     let models = models.unwrap_or_else(|| WEB_MODELS.to_vec());
-    let programs = if base.programs.is_empty() {
-        let mut v = vec![with_client("web")];
-        match &nginx {
-            Ok(()) if models.contains(&Model::Event) => v.push(with_client("nginx")),
-            Ok(()) => notes.push(
+    let server = |name: &str| Program::Server {
+        server: name.to_string(),
+        params: BTreeMap::new(),
+    };
+    let has_nginx = base
+        .programs
+        .iter()
+        .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
+    let mut programs = base.programs.clone();
+    if programs.is_empty() {
+        programs.push(server("web"));
+        if nginx.is_ok() && models.contains(&Model::Event) {
+            programs.push(server("nginx"));
+        } else if nginx.is_ok() {
+            notes.push(
                 "nginx (one architecture: worker processes each running an event loop) is \
                  measured with the event model, which --model left out."
                     .to_string(),
-            ),
-            Err(why) => limits.push(format!("nginx is not measured: {why}.")),
+            );
         }
-        v
-    } else {
-        let has_nginx = base
-            .programs
-            .iter()
-            .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
-        if let (false, Err(why)) = (has_nginx, &nginx) {
-            limits.push(format!("nginx is not measured: {why}."));
+    }
+    if let (false, Err(why)) = (has_nginx, &nginx) {
+        limits.push(format!("nginx is not measured: {why}."));
+    }
+    // Every server drives its load from the study's client CPUs unless the
+    // user chose others (--client-cpus).
+    for p in &mut programs {
+        if let Program::Server { params, .. } = p {
+            if !client.is_empty() && !params.contains_key("client_cpus") {
+                params.insert("client_cpus".to_string(), client.to_string());
+            }
         }
-        // The user's servers drive their load from the study's client CPUs
-        // unless they chose others (--client-cpus).
-        base.programs
-            .iter()
-            .map(|p| match p {
-                Program::Server { server, params }
-                    if !client.is_empty() && !params.contains_key("client_cpus") =>
-                {
-                    let mut params = params.clone();
-                    params.insert("client_cpus".to_string(), client.to_string());
-                    Program::Server {
-                        server: server.clone(),
-                        params,
-                    }
-                }
-                other => other.clone(),
-            })
-            .collect()
-    };
+    }
     let serving_pus = serving.len().max(1);
     let threads = threads.unwrap_or_else(|| ladder(serving_pus));
     let mut spec = RunSpec {
