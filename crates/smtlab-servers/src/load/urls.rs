@@ -6,24 +6,61 @@
 //! stream of its own (the run's seed, the thread's index as the stream, so
 //! a run is repeatable), or the list in turn from its own starting point.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::fileset::{content_key, fill, BodyCheck, FileSet, Mix, MAX_DIRS};
 
-/// The most bytes of expected bodies a run keeps (made once per file on
-/// its first request, then compared with `memcmp`): the default file set
-/// (51 MB) fits; past it, bodies are checked by making their bytes anew.
+/// The most bytes of expected bodies this process keeps (made once per
+/// file, then compared with `memcmp`): the default file set (51 MB) fits;
+/// past it, bodies are checked by making their bytes anew.
 const KEPT_BYTES: u64 = 256 << 20;
 
-/// Expected bodies kept for the checks, one slot per path, made on first
-/// use by whichever thread asks first.
+/// The expected bodies made in this process, by path and size, shared by
+/// every run it makes (each sample of `smtlab run -w web` is a run of the
+/// load generator): made once, not once a sample.
+static BODIES: Mutex<Bodies> = Mutex::new(Bodies {
+    by_path: BTreeMap::new(),
+    bytes: 0,
+});
+
+struct Bodies {
+    by_path: BTreeMap<(String, u64), Arc<[u8]>>,
+    bytes: u64,
+}
+
+/// The body of `path` (`size` bytes), made now if this process has not
+/// made it yet and it fits in [`KEPT_BYTES`].
+fn body(path: &str, size: u64) -> Option<Arc<[u8]>> {
+    // A thread that panicked holding the lock left the map whole (it only
+    // inserts whole bodies).
+    let mut bodies = BODIES.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (path.to_string(), size);
+    if let Some(b) = bodies.by_path.get(&key) {
+        return Some(b.clone());
+    }
+    if bodies.bytes + size > KEPT_BYTES {
+        return None;
+    }
+    let mut made = vec![0u8; size as usize];
+    fill(content_key(path), 0, &mut made);
+    let made: Arc<[u8]> = Arc::from(made);
+    bodies.bytes += size;
+    bodies.by_path.insert(key, made.clone());
+    Some(made)
+}
+
+/// A run's expected bodies, one slot per path, taken from those the
+/// process keeps on first use by whichever thread asks first (after that,
+/// a lock-free read on the hot path).
 #[derive(Debug, Default)]
 pub struct Kept {
     slots: Vec<OnceLock<Option<Arc<[u8]>>>>,
+    /// Bytes of the bodies this run holds.
     bytes: AtomicU64,
 }
 
@@ -35,16 +72,15 @@ impl Kept {
         }
     }
 
-    /// The kept bytes of path `i` (`size` bytes), made now if they were
-    /// not and fit in [`KEPT_BYTES`].
+    /// The kept bytes of path `i` (`size` bytes), if the process keeps
+    /// (or can still keep) them.
     fn kept(&self, i: usize, path: &str, size: u64) -> &Option<Arc<[u8]>> {
         self.slots[i].get_or_init(|| {
-            let total = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
-            (total <= KEPT_BYTES).then(|| {
-                let mut body = vec![0u8; size as usize];
-                fill(content_key(path), 0, &mut body);
-                Arc::from(body)
-            })
+            let b = body(path, size);
+            if b.is_some() {
+                self.bytes.fetch_add(size, Ordering::Relaxed);
+            }
+            b
         })
     }
 
