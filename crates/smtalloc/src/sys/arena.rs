@@ -1,5 +1,5 @@
 //! Arena regions: each core's memory, mapped 2 MiB-aligned and registered
-//! with mimalloc as an exclusive, pinned arena with the heap that alone
+//! with mimalloc as an exclusive arena with the heap that alone
 //! allocates from it; the lazy huge pages at each region's start (the
 //! commit callback); mimalloc's metadata arena of 4 KiB pages; and what the
 //! statistics read of them.
@@ -136,8 +136,9 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
     // SAFETY: [base, base+len) is a fresh mapping that we give to mimalloc
     // for good: registered as not committed only so that `commit_range`
     // sees which slices mimalloc starts to use (anonymous memory faults in
-    // on touch, so "committing" does nothing), pinned (mimalloc must never
-    // decommit/reset inside it: that would split huge pages), zero (fresh
+    // on touch, so "committing" does nothing), not pinned (mimalloc may
+    // purge free slices, but only through `commit_range`, which gives back
+    // pages only in the 4 KiB-page start: huge pages are never split), zero (fresh
     // mapping), exclusive (only heaps created for this arena allocate from
     // it). The callback's argument is this region's index.
     let ok = unsafe {
@@ -145,7 +146,7 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
             base as *mut c_void,
             len,
             false,
-            true,
+            false,
             true,
             -1,
             true,
@@ -194,25 +195,52 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
 }
 
 /// mimalloc's commit callback for the core arenas (`mi_manage_memory`):
-/// called when mimalloc starts to use slices it has not used before
-/// (purging is off, so each slice is committed about once; a range that
-/// straddles committed slices is passed whole). The memory is an ordinary
-/// read-write mapping already, so committing only counts the bytes claimed
-/// in the region (the heap's size, roughly); once they reach the region's
-/// lazy start, that start is advised for huge pages and its touched frames
-/// collapsed into huge pages. Decommits (never asked for with purging off)
-/// are refused: the memory stays as it is.
+/// called when mimalloc starts to use slices it has not used (or has
+/// purged) before (a range that straddles committed slices is passed
+/// whole). The memory is an ordinary read-write mapping already, so
+/// committing only counts the bytes claimed in the region (the heap's size,
+/// roughly); once they reach the region's lazy start, that start is advised
+/// for huge pages and its touched frames collapsed into huge pages.
+/// Decommits (mimalloc's delayed purge of free slices) go to [`purge`].
 pub(crate) unsafe extern "C" fn commit_range(
     commit: bool,
-    _start: *mut c_void,
+    start: *mut c_void,
     size: usize,
     _is_zero: *mut bool,
     arg: *mut c_void,
 ) -> bool {
     if commit {
         claimed(arg as usize, size);
+        return true;
     }
-    commit
+    purge(arg as usize, start as usize, size)
+}
+
+/// A decommit asked by mimalloc (a free range it will not use before
+/// committing it again): while the region is still in 4 KiB pages, the
+/// range's pages go back to the kernel and no longer count as claimed;
+/// once the region is huge-page advised nothing is given back (that would
+/// split huge pages) and mimalloc is told the range stays committed.
+fn purge(idx: usize, start: usize, size: usize) -> bool {
+    let Some(r) = REGIONS.get(idx) else {
+        return false;
+    };
+    let lazy = r.lazy.load(Relaxed);
+    let base = r.base.load(Relaxed);
+    if lazy == 0 || start < base || start + size > base + lazy {
+        return false;
+    }
+    // Only while below the threshold; `claimed` may race with a commit
+    // crossing it, in which case the range is given back once more, which
+    // is harmless (it is free) and the frame faults in as a huge page later.
+    if r.claimed.load(Acquire) >= lazy {
+        return false;
+    }
+    os::madvise_dontneed(start, size);
+    let _ = r
+        .claimed
+        .fetch_update(AcqRel, Relaxed, |c| Some(c.saturating_sub(size)));
+    true
 }
 
 pub(crate) fn claimed(idx: usize, size: usize) {

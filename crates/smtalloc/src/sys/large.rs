@@ -121,8 +121,8 @@ pub(crate) fn reuse_large(len: usize, align: usize, size: usize, zero: bool) -> 
 
 /// Frees a large block: kept for reuse if the cache has room, else
 /// unmapped whole. Preserves errno (glibc's `free` does; this is the only
-/// `free` path that makes a system call: mimalloc's `mi_free` never does
-/// with pinned arenas and purging off).
+/// `free` path that unmaps: mimalloc's `mi_free` at most gives free pages
+/// of a small region back with `madvise`, which does not fail on them).
 #[cold]
 #[inline(never)]
 pub(crate) fn large_free(p: *mut c_void, len: usize) {

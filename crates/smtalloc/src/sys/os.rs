@@ -284,6 +284,16 @@ pub fn madvise_hugepage(addr: usize, len: usize) {
     unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
 }
 
+/// `madvise(MADV_DONTNEED)`: gives the pages of `[addr, addr+len)` back to
+/// the kernel at once (the range reads as zeros afterwards). Not
+/// `MADV_FREE`: freed-lazily pages still count in RSS until the kernel is
+/// short of memory, and RSS is what the purge is for.
+pub fn madvise_dontneed(addr: usize, len: usize) {
+    // SAFETY: callers pass ranges of their own mappings that hold no live
+    // allocation (mimalloc purges only free slices).
+    unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+}
+
 /// `madvise(MADV_NOHUGEPAGE)` (for sparse tables).
 pub fn madvise_nohugepage(addr: usize, len: usize) {
     // SAFETY: advice only; the range is one of our mappings.
