@@ -22,20 +22,23 @@ if command -v apt-get >/dev/null 2>&1; then
   # and the `man` that read them. nginx: the reference web server beside
   # smtlab's own in `study web` and its tests; wrk and apache2-utils (ab):
   # the load generators smtlab's is checked against; curl: fetches files
-  # byte for byte in the web tests.
+  # byte for byte in the web tests. ngircd: the reference IRC server beside
+  # smtlab's chat server in `study chat` and its tests.
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
     libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db \
-    nginx wrk apache2-utils curl >/dev/null
-  # smtlab starts nginx itself, unprivileged, with its own configuration; the
-  # system service the package may have started would only hold port 80 and
-  # disturb measurements.
-  if command -v systemctl >/dev/null 2>&1; then
-    $SUDO systemctl disable --now nginx >/dev/null 2>&1 || true
-  fi
-  if command -v service >/dev/null 2>&1; then
-    $SUDO service nginx stop >/dev/null 2>&1 || true
-  fi
+    nginx wrk apache2-utils curl ngircd >/dev/null
+  # smtlab starts nginx and ngircd itself, unprivileged, with its own
+  # configuration; the system services the packages may have started would
+  # only hold ports 80 and 6667 and disturb measurements.
+  for service in nginx ngircd; do
+    if command -v systemctl >/dev/null 2>&1; then
+      $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
+    fi
+    if command -v service >/dev/null 2>&1; then
+      $SUDO service "$service" stop >/dev/null 2>&1 || true
+    fi
+  done
 else
   echo "setup: no apt-get; install gcc, tar, bzip2, hwloc and python3 yourself" >&2
 fi
