@@ -30,19 +30,19 @@ pub enum PlanError {
     NoSuchWorkload(String),
     /// A model that only servers run in, given for another program.
     #[error(
-        "--model {model}: only servers (-w web, -w nginx) run as event or staged; {program} \
-         runs as thread, process or hybrid:PxT"
+        "--model {model}: only servers (-w web, nginx, chat, ngircd) run as event, staged or \
+         thread2; {program} runs as thread, process or hybrid:PxT"
     )]
     ServerOnlyModel { model: Model, program: String },
     /// A server in a model it does not have.
     #[error("--model {model}: the web server runs as process, thread, event or staged")]
     WebModel { model: Model },
-    /// nginx, without `event` among the models.
-    #[error(
-        "--model: nginx has one architecture, N worker processes each running an event loop; \
-         add event to --model to measure it"
-    )]
-    NginxModel,
+    /// The chat server in a model it does not have.
+    #[error("--model {model}: the chat server runs as thread2, thread or event")]
+    ChatModel { model: Model },
+    /// A reference server (nginx, ngircd), without `event` among the models.
+    #[error("--model: {server} has one architecture ({what}); add event to --model to measure it")]
+    ReferenceModel { server: String, what: &'static str },
     /// A server measured by a count of work rather than over a window.
     #[error("--work: a server is measured over a window of load; use --duration (default {DEFAULT_SERVER_WINDOW_S} s)")]
     ServerWork,
@@ -91,8 +91,9 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
         check_models(program, &spec.models)?;
         for alloc in &spec.allocs {
             for &model in &spec.models {
-                // nginx has one architecture, planned as `event`.
-                if matches!(program, Program::Server { server, .. } if server == "nginx")
+                // nginx and ngircd have one architecture, planned as
+                // `event`.
+                if matches!(program, Program::Server { server, .. } if reference(server).is_some())
                     && model != Model::Event
                 {
                     continue;
@@ -128,18 +129,42 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
     Ok(points)
 }
 
-/// Refuse a model the program does not run in: event and staged are
-/// servers' only; the web server has four; nginx one (`event`).
+/// The one architecture of a reference server, planned as `event`.
+fn reference(server: &str) -> Option<&'static str> {
+    match server {
+        "nginx" => Some("N worker processes each running an event loop"),
+        "ngircd" => Some("one process, one thread, one event loop"),
+        _ => None,
+    }
+}
+
+/// Refuse a model the program does not run in: event, staged and thread2
+/// are servers' only; the web server has four (process, thread, event,
+/// staged), the chat server three (thread2, thread, event), nginx and
+/// ngircd one (`event`).
 fn check_models(program: &Program, models: &[Model]) -> Result<(), PlanError> {
     match program {
-        Program::Server { server, .. } if server == "nginx" => {
+        Program::Server { server, .. } if reference(server).is_some() => {
             if models.contains(&Model::Event) {
                 Ok(())
             } else {
-                Err(PlanError::NginxModel)
+                Err(PlanError::ReferenceModel {
+                    server: server.clone(),
+                    what: reference(server).unwrap_or_default(),
+                })
             }
         }
-        Program::Server { .. } => match models.iter().find(|m| matches!(m, Model::Hybrid { .. })) {
+        Program::Server { server, .. } if server == "chat" => match models
+            .iter()
+            .find(|m| !matches!(m, Model::Thread2 | Model::Thread | Model::Event))
+        {
+            Some(&model) => Err(PlanError::ChatModel { model }),
+            None => Ok(()),
+        },
+        Program::Server { .. } => match models
+            .iter()
+            .find(|m| matches!(m, Model::Hybrid { .. } | Model::Thread2))
+        {
             Some(&model) => Err(PlanError::WebModel { model }),
             None => Ok(()),
         },
@@ -382,7 +407,11 @@ mod tests {
         );
         let mut s = spec(vec![1], vec![Model::Process]);
         s.programs = vec![server("nginx")];
-        assert_eq!(expand(&topo, &s).unwrap_err(), PlanError::NginxModel);
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(e.to_string().contains("nginx has one architecture"), "{e}");
+        s.programs = vec![server("ngircd")];
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(e.to_string().contains("ngircd has one architecture"), "{e}");
         s.programs = vec![server("web")];
         s.models = vec![Model::Hybrid {
             processes: 2,
@@ -390,5 +419,41 @@ mod tests {
         }];
         let e = expand(&topo, &s).unwrap_err();
         assert!(e.to_string().starts_with("--model hybrid:2x2"), "{e}");
+        s.models = vec![Model::Thread2];
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--model thread2: the web server"),
+            "{e}"
+        );
+        // The chat server: thread2, thread, event; not process or staged.
+        s.programs = vec![server("chat")];
+        s.models = vec![Model::Thread2, Model::Thread, Model::Event];
+        assert_eq!(expand(&topo, &s).unwrap().len(), 3);
+        for m in [Model::Process, Model::Staged] {
+            s.models = vec![Model::Event, m];
+            let e = expand(&topo, &s).unwrap_err();
+            assert_eq!(e, PlanError::ChatModel { model: m });
+        }
+        // ngircd is planned once per count, as event.
+        s.programs = vec![server("chat"), server("ngircd")];
+        s.models = vec![Model::Thread2, Model::Event];
+        let points = expand(&topo, &s).unwrap();
+        let ngircd: Vec<_> = points
+            .iter()
+            .filter(|p| p.program.label() == "ngircd")
+            .collect();
+        assert_eq!(ngircd.len(), 1);
+        assert_eq!(ngircd[0].model, Model::Event);
+        // thread2 is a server model.
+        s.programs = vec![Program::Builtin {
+            workload: "spin".into(),
+            params: Default::default(),
+        }];
+        s.models = vec![Model::Thread2];
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--model thread2: only servers"),
+            "{e}"
+        );
     }
 }

@@ -341,6 +341,7 @@ fn model_kind(p: &Point) -> &'static str {
         smtlab_types::Model::Hybrid { .. } => "hybrid",
         smtlab_types::Model::Event => "event",
         smtlab_types::Model::Staged => "staged",
+        smtlab_types::Model::Thread2 => "thread2",
     }
 }
 

@@ -6,11 +6,17 @@
 //!   heads: the pure steps every architecture shares;
 //! * [`web`]: the static server in four architectures (`process`,
 //!   `thread`, `event`, `staged`);
-//! * [`load`]: the HTTP load generator (closed and open loop).
+//! * [`load`]: the HTTP load generator (closed and open loop);
+//! * [`chatload`]: the IRC chat load generator (VolanoMark's rooms,
+//!   closed and open loop, every delivery checked);
+//! * [`chat`]: the IRC chat server in three models (`thread2`, `thread`,
+//!   `event`; issue 18).
 //!
 //! At the workloads layer: below plan and execute, above the record types
 //! and `smtlab-sys`.
 
+pub mod chat;
+pub mod chatload;
 pub mod fileset;
 pub mod http;
 pub mod load;

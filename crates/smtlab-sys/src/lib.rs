@@ -13,7 +13,9 @@
 //! * `permissions.rs`: our user id and `noexec` mounts;
 //! * `beneath.rs`: opening a file strictly beneath a directory (`openat2`);
 //! * `socket.rs`: a send with `MSG_MORE` (a response head corked until its
-//!   file body follows).
+//!   file body follows);
+//! * `lean_thread.rs`: threads with two memory mappings instead of std's
+//!   four, for servers with a thread per connection.
 //!
 //! Called by topology, workloads, execute, doctor and the CLI; uses nothing
 //! in smtlab but the CPU set type. Every public name is re-exported here
@@ -26,6 +28,7 @@ mod beneath;
 mod child;
 mod clock;
 mod gate;
+mod lean_thread;
 mod permissions;
 mod shared_memory;
 mod signal_defaults;
@@ -37,11 +40,12 @@ pub use beneath::open_beneath;
 pub use child::{configure_child, fork_child, kill, wait4, wait_exited_keep_zombie, ChildEnd};
 pub use clock::{monotonic_s, unix_now_s};
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
+pub use lean_thread::{spawn_lean, LeanThread};
 pub use permissions::{euid, is_noexec};
 pub use shared_memory::SharedWords;
 pub use signal_defaults::default_signal_actions;
 pub use signals::{
-    ignore_sigint, interrupt_flag, interrupted_exit_code, signal_name, SignalForwarding,
-    FORWARDED_SIGNALS,
+    ignore_sigint, install_wake_handler, interrupt_flag, interrupted_exit_code, signal_name,
+    SignalForwarding, FORWARDED_SIGNALS, WAKE_SIGNAL,
 };
 pub use socket::send_more;

@@ -133,6 +133,30 @@ pub fn ignore_sigint() -> io::Result<()> {
     Ok(())
 }
 
+/// The signal one thread sends another to wake it from `ppoll`
+/// ([`install_wake_handler`]). `SIGURG`: ignored by default, so one that
+/// arrives before the handler is installed, or in a child, does nothing.
+pub const WAKE_SIGNAL: Signal = Signal::SIGURG;
+
+extern "C" fn on_wake(_: libc::c_int) {}
+
+/// Installs a handler that does nothing for [`WAKE_SIGNAL`], without
+/// `SA_RESTART`. A thread that keeps the signal blocked and unblocks it
+/// only inside `ppoll` (its mask argument) returns from `ppoll` with
+/// `EINTR` when another thread sends it (`pthread_kill`), and cannot miss
+/// one sent before it got there: that one stays pending until `ppoll`
+/// unblocks it. (An ignored signal would be discarded, not interrupt.)
+pub fn install_wake_handler() -> io::Result<()> {
+    let act = SigAction::new(
+        SigHandler::Handler(on_wake),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: `on_wake` does nothing, which is async-signal-safe.
+    unsafe { signal::sigaction(WAKE_SIGNAL, &act) }.map_err(io::Error::from)?;
+    Ok(())
+}
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The first signal that interrupted the run (0: none yet).
 static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);

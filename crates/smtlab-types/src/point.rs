@@ -29,6 +29,10 @@ pub enum Model {
     /// Servers only (`-w web`): stages with their own thread pools and
     /// bounded queues between them (SEDA/Haboob), N threads per stage.
     Staged,
+    /// Servers only (`-w chat`): a reader and a writer thread per
+    /// connection with a queue between them (VolanoMark's server); N is
+    /// the CPUs they share.
+    Thread2,
 }
 
 impl Model {
@@ -38,13 +42,13 @@ impl Model {
             Model::Thread => (1, workers),
             Model::Process => (workers, 1),
             Model::Hybrid { processes, threads } => (processes, threads),
-            Model::Event | Model::Staged => (1, workers),
+            Model::Event | Model::Staged | Model::Thread2 => (1, workers),
         }
     }
 
     /// Whether only server programs ([`Program::Server`]) run in it.
     pub fn server_only(self) -> bool {
-        matches!(self, Model::Event | Model::Staged)
+        matches!(self, Model::Event | Model::Staged | Model::Thread2)
     }
 }
 
@@ -56,6 +60,7 @@ impl fmt::Display for Model {
             Model::Hybrid { processes, threads } => write!(f, "hybrid:{processes}x{threads}"),
             Model::Event => f.write_str("event"),
             Model::Staged => f.write_str("staged"),
+            Model::Thread2 => f.write_str("thread2"),
         }
     }
 }
@@ -79,10 +84,11 @@ impl FromStr for Model {
             "process" | "processes" => Ok(Model::Process),
             "event" => Ok(Model::Event),
             "staged" => Ok(Model::Staged),
+            "thread2" => Ok(Model::Thread2),
             other => {
                 let Some(shape) = other.strip_prefix("hybrid:") else {
                     return Err(err(
-                        "expected thread, process, hybrid:PxT (e.g. hybrid:2x4), or for -w web also event or staged",
+                        "expected thread, process, hybrid:PxT (e.g. hybrid:2x4), or for servers also event, staged (-w web) or thread2 (-w chat)",
                     ));
                 };
                 let (p, t) = shape

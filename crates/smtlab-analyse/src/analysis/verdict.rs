@@ -151,6 +151,7 @@ pub(crate) fn model_phrase(model: &Model) -> String {
         }
         Model::Event => "the event-driven model".into(),
         Model::Staged => "the staged model".into(),
+        Model::Thread2 => "the two-threads-per-connection model".into(),
     }
 }
 
@@ -187,7 +188,7 @@ pub fn model_verdicts(points: &[PointData], seed: u64) -> Vec<Verdict> {
         match pt.model {
             Model::Thread => thread.entry(key).or_insert(p),
             Model::Process => process.entry(key).or_insert(p),
-            Model::Hybrid { .. } | Model::Event | Model::Staged => continue,
+            Model::Hybrid { .. } | Model::Event | Model::Staged | Model::Thread2 => continue,
         };
     }
     thread

@@ -54,6 +54,9 @@ pub enum Protocol {
     /// Load an HTTP/1.1 server: requests/s, Mbit/s, latency percentiles,
     /// errors by kind, bodies verified
     Http(HttpArgs),
+    /// Load an IRC server VolanoMark's way: rooms of users, each message
+    /// delivered to every member, messages/s, delivery checked
+    Chat(super::load_chat::ChatLoadArgs),
 }
 
 #[derive(Args, Debug)]
@@ -326,6 +329,7 @@ impl FromStr for CpusArg {
 pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
     match a.protocol {
         Protocol::Http(h) => http(h),
+        Protocol::Chat(c) => super::load_chat::chat(c),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod gate;
 pub mod list;
 pub mod load;
+pub mod load_chat;
 pub mod man;
 pub mod pairs;
 pub mod pin;

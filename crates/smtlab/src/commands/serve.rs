@@ -2,14 +2,18 @@
 //! [--files SIZE] [--cpus LIST] [--param helpers=K] [--request-timeout D]`:
 //! one of the web server's architectures in the foreground, for curl, wrk,
 //! ab or a browser — and for `smtlab run -w web`, which starts it as a
-//! child and reads its lines.
+//! child and reads its lines. `smtlab serve chat --model M --threads N
+//! --listen ADDR [--cpus LIST] [--send-queue SIZE] [--max-connections N]`:
+//! the IRC chat server likewise, for IRC clients and load generators.
 //!
 //! The contract with those readers: the first line on stdout, flushed as
 //! soon as the server accepts connections, is exactly
-//! `listening on http://IP:PORT/ model=M workers=N root=DIR`; on SIGINT or
-//! SIGTERM the server stops (listener closed, workers ended and reaped,
-//! a generated root removed), then one last line `stats: {ServerStats as
-//! JSON}`, and exit 0. Bad input is one line naming the flag, exit 2.
+//! `listening on http://IP:PORT/ model=M workers=N root=DIR` (web) or
+//! `listening on irc://IP:PORT/ model=M workers=N nofile=L` (chat); on
+//! SIGINT or SIGTERM the server stops (listener closed, workers ended and
+//! reaped, a generated root removed), then one last line `stats: {the
+//! server's statistics as JSON}`, and exit 0. Bad input is one line naming
+//! the flag, exit 2.
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -20,6 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use smtlab_servers::chat::{self, ChatConfig};
 use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
 use smtlab_servers::web::{self, Model, ServerConfig};
 use smtlab_sys as sys;
@@ -44,6 +49,113 @@ pub enum Served {
     /// The static HTTP server (GET and HEAD of files under a root) in one
     /// of four architectures
     Web(WebArgs),
+    /// The IRC chat server (a subset of RFC 2812) in one of three models
+    Chat(ChatArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Models: thread2 (a reader and a writer thread per connection, a queue between them: \
+VolanoMark's server), thread (one thread per connection, writing to the others' sockets under \
+a per-connection lock), event (N epoll loops, non-blocking sockets, a buffer per connection).
+
+IRC served: NICK, USER, JOIN, PART, PRIVMSG and NOTICE to channels and users, NAMES, WHO, \
+MODE (read only), PING/PONG, QUIT, the welcome (001-005, 422) and the usual error numerics. \
+A client that does not read is disconnected once --send-queue bytes wait for it (SendQ \
+exceeded); the others never wait for it.
+
+The first line on stdout, once the server accepts connections, is
+  listening on irc://IP:PORT/ model=M workers=N nofile=L
+(L: the open-file limit, raised to the hard limit; each connection takes one). Ctrl-C or \
+SIGTERM stops the server cleanly: every connection closed, every thread joined; a last line \
+`stats: {...}` gives its counters as JSON, and the exit status is 0.
+
+Examples:
+  smtlab serve chat --model event --threads 1 --listen 127.0.0.1:6667
+  smtlab serve chat --model thread2 --threads 2 --listen 0.0.0.0:6667 --cpus 0-1")]
+pub struct ChatArgs {
+    /// The model: thread2, thread or event
+    #[arg(long, value_name = "M", value_parser = flags::parsed::<ChatModelArg>)]
+    pub model: ChatModelArg,
+
+    /// Workers: event loops (event); for thread2 and thread, the number of
+    /// CPUs of --cpus the threads share
+    #[arg(long, value_name = "N", value_parser = flags::parsed::<WorkersArg>)]
+    pub threads: WorkersArg,
+
+    /// The address to listen on, IP:PORT (port 0: the kernel picks one,
+    /// shown on the first line)
+    #[arg(long, value_name = "ADDR", value_parser = flags::parsed::<ListenArg>)]
+    pub listen: ListenArg,
+
+    /// Run on these CPUs only (event: loop k on the k-th, wrapping around)
+    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpusArg>)]
+    pub cpus: Option<CpusArg>,
+
+    /// Bytes that may wait for one client before it is disconnected, e.g.
+    /// 64KiB [default: 64KiB]
+    #[arg(long, value_name = "SIZE", value_parser = flags::parsed::<SendQueueArg>)]
+    pub send_queue: Option<SendQueueArg>,
+
+    /// Open connections at most; past it a new one is refused with ERROR
+    /// [default: 100000]
+    #[arg(long, value_name = "N", value_parser = flags::parsed::<MaxConnectionsArg>)]
+    pub max_connections: Option<MaxConnectionsArg>,
+}
+
+/// `--model M` of the chat server.
+#[derive(Debug, Clone, Copy)]
+pub struct ChatModelArg(chat::Model);
+
+impl FromStr for ChatModelArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ChatModelArg, String> {
+        s.trim()
+            .parse()
+            .map(ChatModelArg)
+            .map_err(|e| format!("--model {s}: {e}"))
+    }
+}
+
+/// The largest `--send-queue`: 1 GiB.
+const MAX_SEND_QUEUE: u64 = 1 << 30;
+
+/// `--send-queue SIZE`: one line (512 bytes) to 1 GiB.
+#[derive(Debug, Clone, Copy)]
+pub struct SendQueueArg(usize);
+
+impl FromStr for SendQueueArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SendQueueArg, String> {
+        match parse_size(s) {
+            Some(b) if (chat::irc::MAX_LINE as u64..=MAX_SEND_QUEUE).contains(&b) => {
+                Ok(SendQueueArg(b as usize))
+            }
+            _ => Err(format!(
+                "--send-queue {s}: expected a size from 512 bytes (one IRC line) to 1GiB, such \
+                 as 64KiB"
+            )),
+        }
+    }
+}
+
+/// The most `--max-connections`.
+const MAX_CONNECTIONS: usize = 1_000_000;
+
+/// `--max-connections N`: 1 to a million.
+#[derive(Debug, Clone, Copy)]
+pub struct MaxConnectionsArg(usize);
+
+impl FromStr for MaxConnectionsArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MaxConnectionsArg, String> {
+        match s.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => Ok(MaxConnectionsArg(n)),
+            _ => Err(format!(
+                "--max-connections {s}: expected a number from 1 to {MAX_CONNECTIONS}"
+            )),
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -193,7 +305,53 @@ impl FromStr for CpusArg {
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     match a.server {
         Served::Web(w) => web(w),
+        Served::Chat(c) => chat_server(c),
     }
+}
+
+fn chat_server(a: ChatArgs) -> anyhow::Result<i32> {
+    let model = a.model.0;
+    let workers = a.threads.0;
+    if let Some(cpus) = &a.cpus {
+        restrict_to(&cpus.0)?;
+    }
+    let stop = sys::interrupt_flag().context("installing the SIGINT/SIGTERM handler")?;
+    // Each connection is a descriptor: lift the soft limit to the hard one
+    // (no privilege needed) and say what it is.
+    let nofile = smtlab_counters::raise_fd_limit()
+        .ok()
+        .or_else(|| smtlab_counters::nofile_limit().map(|l| l.0))
+        .unwrap_or(0);
+    let addr = a.listen.0;
+    let listener = TcpListener::bind(addr).map_err(|e| usage(format!("--listen {addr}: {e}")))?;
+    let mut config = ChatConfig::new(model, workers);
+    config.worker_cpus = a.cpus.map(|c| c.0.iter().collect()).unwrap_or_default();
+    if let Some(q) = a.send_queue {
+        config.send_queue = q.0;
+    }
+    if let Some(m) = a.max_connections {
+        config.max_connections = m.0;
+    }
+    let server = chat::start(&config, listener)
+        .with_context(|| format!("starting the {model} chat server"))?;
+    let mut out = io::stdout();
+    writeln!(
+        out,
+        "listening on irc://{}/ model={model} workers={workers} nofile={nofile}",
+        server.addr()
+    )
+    .and_then(|()| out.flush())
+    .context("writing to stdout")?;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(POLL);
+    }
+    let stats = server.stats();
+    server.stop().context("stopping the server")?;
+    let json = serde_json::to_string(&stats).context("the server's statistics as JSON")?;
+    writeln!(out, "stats: {json}")
+        .and_then(|()| out.flush())
+        .context("writing to stdout")?;
+    Ok(0)
 }
 
 /// `--param helpers=K`, refused for a model that has no helpers.
@@ -364,6 +522,26 @@ mod tests {
         assert!(e.starts_with("--listen localhost: "), "{e}");
         assert!("".parse::<CpusArg>().is_err());
         assert_eq!("0,2-3".parse::<CpusArg>().unwrap().0.len(), 3);
+    }
+
+    #[test]
+    fn chat_flags_name_themselves_when_refused() {
+        let e = "volano".parse::<ChatModelArg>().unwrap_err();
+        assert!(
+            e.starts_with("--model volano: ") && e.contains("thread2"),
+            "{e}"
+        );
+        assert_eq!(
+            "thread2".parse::<ChatModelArg>().unwrap().0,
+            chat::Model::Thread2
+        );
+        assert_eq!("64KiB".parse::<SendQueueArg>().unwrap().0, 65_536);
+        let e = "100".parse::<SendQueueArg>().unwrap_err();
+        assert!(e.starts_with("--send-queue 100: "), "{e}");
+        assert!("2GiB".parse::<SendQueueArg>().is_err());
+        let e = "0".parse::<MaxConnectionsArg>().unwrap_err();
+        assert!(e.starts_with("--max-connections 0: "), "{e}");
+        assert_eq!("10000".parse::<MaxConnectionsArg>().unwrap().0, 10_000);
     }
 
     #[test]

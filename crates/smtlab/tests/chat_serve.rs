@@ -1,0 +1,259 @@
+//! `smtlab serve chat`: the chat server through the binary, on 127.0.0.1
+//! port 0, in each model: two raw IRC clients (plain sockets) join one
+//! channel and see each other's messages; SIGINT and SIGTERM stop it with
+//! the `stats:` line and exit 0; bad flags are one line and exit 2.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+const MODELS: [&str; 3] = ["thread2", "thread", "event"];
+
+/// A running `smtlab serve chat`, killed and reaped when dropped.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Serve {
+    fn start(model: &str, extra: &[&str]) -> Serve {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
+            .args(["serve", "chat", "--model", model, "--threads", "1"])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut serve = Serve {
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            lines,
+        };
+        let first = serve
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{model}: no first line"));
+        // listening on irc://IP:PORT/ model=M workers=N nofile=L
+        let words: Vec<&str> = first.split(' ').collect();
+        assert_eq!(&words[..2], ["listening", "on"], "{first}");
+        assert_eq!(words[3], format!("model={model}"), "{first}");
+        assert_eq!(words[4], "workers=1", "{first}");
+        let nofile: u64 = words[5].strip_prefix("nofile=").unwrap().parse().unwrap();
+        assert!(nofile >= 1024, "{first}");
+        serve.addr = words[2]
+            .strip_prefix("irc://")
+            .and_then(|u| u.strip_suffix('/'))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_ne!(serve.addr.port(), 0);
+        serve
+    }
+
+    fn stop(mut self, sig: Signal) -> (ExitStatus, Vec<String>) {
+        kill(Pid::from_raw(self.child.id() as i32), sig).unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < until, "the server did not stop on {sig}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut rest = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            rest.push(line);
+        }
+        (status, rest)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A raw IRC client over a plain socket.
+struct Irc {
+    out: TcpStream,
+    input: BufReader<TcpStream>,
+}
+
+impl Irc {
+    fn register(addr: SocketAddr, nick: &str) -> Irc {
+        let out = TcpStream::connect(addr).unwrap();
+        out.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let input = BufReader::new(out.try_clone().unwrap());
+        let mut c = Irc { out, input };
+        c.send(&format!("NICK {nick}"));
+        c.send(&format!("USER {nick} 0 * :{nick}"));
+        c.expect(" 001 ");
+        c
+    }
+
+    fn send(&mut self, line: &str) {
+        self.out
+            .write_all(format!("{line}\r\n").as_bytes())
+            .unwrap();
+    }
+
+    /// Reads lines until one contains `needle`.
+    fn expect(&mut self, needle: &str) -> String {
+        let mut seen = Vec::new();
+        loop {
+            let mut line = String::new();
+            match self.input.read_line(&mut line) {
+                Ok(n) if n > 0 => {
+                    let line = line.trim_end().to_string();
+                    if line.contains(needle) {
+                        return line;
+                    }
+                    seen.push(line);
+                }
+                _ => panic!("no line with {needle:?}; saw {seen:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn two_raw_clients_join_one_channel_and_see_each_others_messages() {
+    for (model, sig) in MODELS
+        .iter()
+        .zip([Signal::SIGINT, Signal::SIGTERM, Signal::SIGINT])
+    {
+        let serve = Serve::start(model, &[]);
+        let mut a = Irc::register(serve.addr, "ann");
+        let mut b = Irc::register(serve.addr, "ben");
+        a.send("JOIN #lab");
+        a.expect(" 366 ");
+        b.send("JOIN #lab");
+        assert_eq!(a.expect(" JOIN "), ":ben!ben@127.0.0.1 JOIN #lab");
+        b.expect(" 366 ");
+        a.send("PRIVMSG #lab :hello from ann");
+        assert_eq!(
+            b.expect("PRIVMSG"),
+            ":ann!ann@127.0.0.1 PRIVMSG #lab :hello from ann"
+        );
+        b.send("PRIVMSG #lab :and ben");
+        assert_eq!(
+            a.expect("PRIVMSG"),
+            ":ben!ben@127.0.0.1 PRIVMSG #lab :and ben"
+        );
+        let (status, rest) = serve.stop(sig);
+        assert_eq!(status.code(), Some(0), "{model}: {rest:?}");
+        let stats = rest
+            .iter()
+            .find_map(|l| l.strip_prefix("stats: "))
+            .unwrap_or_else(|| panic!("{model}: no stats line in {rest:?}"));
+        let stats: Value = serde_json::from_str(stats).unwrap();
+        assert_eq!(stats["counters"]["messages_in"], 2, "{model}: {stats}");
+        assert_eq!(stats["counters"]["deliveries"], 2, "{model}: {stats}");
+        assert_eq!(stats["counters"]["open"], 2, "{model}: {stats}");
+        // The server closed both connections.
+        let mut line = String::new();
+        let _ = a.out.set_read_timeout(Some(Duration::from_secs(5)));
+        while a.input.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+            line.clear();
+        }
+    }
+}
+
+#[test]
+fn bad_chat_flags_are_one_line_and_exit_2() {
+    support::assert_usage_error(
+        &[
+            "serve",
+            "chat",
+            "--model",
+            "volano",
+            "--threads",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "--model volano",
+    );
+    support::assert_usage_error(
+        &[
+            "serve",
+            "chat",
+            "--model",
+            "event",
+            "--threads",
+            "0",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "--threads 0",
+    );
+    support::assert_usage_error(
+        &[
+            "serve",
+            "chat",
+            "--model",
+            "event",
+            "--threads",
+            "1",
+            "--listen",
+            "nowhere",
+        ],
+        "--listen nowhere",
+    );
+    support::assert_usage_error(
+        &[
+            "serve",
+            "chat",
+            "--model",
+            "event",
+            "--threads",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--send-queue",
+            "10",
+        ],
+        "--send-queue 10",
+    );
+    // A port already taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    support::assert_usage_error(
+        &[
+            "serve",
+            "chat",
+            "--model",
+            "event",
+            "--threads",
+            "1",
+            "--listen",
+            &addr,
+        ],
+        &format!("--listen {addr}"),
+    );
+}
