@@ -26,6 +26,7 @@
 
 mod assemble;
 pub mod builtin;
+pub mod chat_sample;
 mod co_run;
 pub mod command;
 mod context;

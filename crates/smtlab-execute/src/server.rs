@@ -46,8 +46,19 @@ use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
 
-/// The servers `-w` names.
-pub const SERVERS: [&str; 2] = ["web", "nginx"];
+/// The servers `-w` names: the web server and nginx (this file), the chat
+/// server and ngircd (`chat_sample.rs`).
+pub const SERVERS: [&str; 4] = ["web", "nginx", "chat", "ngircd"];
+
+/// Check a server point's `--param`s (and `client_cpus`) when the run is
+/// planned; the message names the parameter and what would be valid.
+pub fn check_params(server: &str, params: &BTreeMap<String, String>) -> Result<(), String> {
+    if crate::chat_sample::CHAT_SERVERS.contains(&server) {
+        crate::chat_sample::ChatParams::parse(server, params).map(|_| ())
+    } else {
+        ServerParams::parse(server, params).map(|_| ())
+    }
+}
 /// The window of a server sample without `--duration`, seconds.
 pub const DEFAULT_WINDOW_S: f64 = 1.0;
 /// The parameters a server point takes (`--param K=V`).
@@ -88,7 +99,7 @@ impl ServerParams {
     /// Parse and check a server point's parameters; the message names the
     /// parameter and what would be valid.
     pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ServerParams, String> {
-        if !SERVERS.contains(&server) {
+        if !["web", "nginx"].contains(&server) {
             return Err(format!(
                 "--workload {server}: no such server; servers: {}",
                 SERVERS.join(", ")
@@ -193,7 +204,12 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         unreachable!("server::run is only called for server points");
     };
     let started_at = sys::unix_now_s();
-    match run_inner(point, server, params, ctx) {
+    let measured = if crate::chat_sample::CHAT_SERVERS.contains(&server.as_str()) {
+        crate::chat_sample::run_inner(point, server, params, ctx)
+    } else {
+        run_inner(point, server, params, ctx)
+    };
+    match measured {
         Ok(Some(mut s)) => {
             s.seq = seq;
             s.warmup = warmup;
@@ -214,19 +230,19 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 
 /// A started server: its process (group leader), how it ended when it has,
 /// and what it printed.
-struct Running {
-    pid: i32,
-    ended: mpsc::Receiver<(Option<ChildEnd>, ResourceUsage)>,
-    stdout: mpsc::Receiver<String>,
-    stderr: std::thread::JoinHandle<String>,
-    /// nginx: its address (it cannot report a port the kernel chose, so
-    /// smtlab chose one) and its own directory (configuration, pid, logs),
-    /// removed on drop.
-    nginx: Option<(SocketAddr, tempfile::TempDir)>,
+pub(crate) struct Running {
+    pub pid: i32,
+    pub ended: mpsc::Receiver<(Option<ChildEnd>, ResourceUsage)>,
+    pub stdout: mpsc::Receiver<String>,
+    pub stderr: std::thread::JoinHandle<String>,
+    /// nginx, ngircd: its address (it cannot report a port the kernel
+    /// chose, so smtlab chose one) and its own directory (configuration,
+    /// pid, logs), removed on drop.
+    pub fixed: Option<(SocketAddr, tempfile::TempDir)>,
 }
 
 impl Running {
-    fn kill(&self) {
+    pub fn kill(&self) {
         sys::kill(-self.pid, Signal::SIGKILL);
         sys::kill(self.pid, Signal::SIGKILL);
     }
@@ -442,6 +458,21 @@ fn start(
             nginx_at = Some((listen, d));
         }
     }
+    spawn(cmd, point, server, ctx, plan, nginx_at)
+}
+
+/// Starts `cmd` (`smtlab __gate` and the server's command line) in its own
+/// process group with the point's allocator and CPUs, opens the counters
+/// while it waits at the gate, then lets it exec. From here on the child is
+/// reaped whatever happens.
+pub(crate) fn spawn(
+    mut cmd: Command,
+    point: &Point,
+    server: &str,
+    ctx: &SampleContext,
+    plan: Option<&CounterPlan>,
+    fixed: Option<(SocketAddr, tempfile::TempDir)>,
+) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -507,7 +538,7 @@ fn start(
         ended,
         stdout,
         stderr,
-        nginx: nginx_at,
+        fixed,
     };
     let counters = plan.map(|pl| ThreadCounters::open_for_process(pid, pl));
     gate.wait_ready();
@@ -516,7 +547,7 @@ fn start(
 }
 
 /// The server's address once it accepts connections; `None` on Ctrl-C.
-fn wait_ready(
+pub(crate) fn wait_ready(
     running: &mut Running,
     server: &str,
     ctx: &SampleContext,
@@ -533,16 +564,19 @@ fn wait_ready(
                 describe(end)
             );
         }
-        match running.nginx.as_ref().map(|(addr, _)| *addr) {
+        match running.fixed.as_ref().map(|(addr, _)| *addr) {
             None => match running.stdout.recv_timeout(POLL) {
                 Ok(line) => {
                     let addr = line
                         .strip_prefix("listening on http://")
+                        .or_else(|| line.strip_prefix("listening on irc://"))
                         .and_then(|r| r.split('/').next())
                         .and_then(|a| a.parse::<SocketAddr>().ok());
                     match addr {
                         Some(a) => return Ok(Some(a)),
-                        None => bail!("the web server's first line is not its address: {line}"),
+                        None => {
+                            bail!("the {server} server's first line is not its address: {line}")
+                        }
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -569,7 +603,7 @@ fn wait_ready(
 
 /// Stop the server with `sig` (then SIGKILL after [`STOP_LIMIT`]), reap
 /// it, and kill whatever is left of its group.
-fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
+pub(crate) fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
     sys::kill(running.pid, sig);
     let result = match running.ended.recv_timeout(STOP_LIMIT) {
         Ok(r) => r,
@@ -586,7 +620,7 @@ fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
     result
 }
 
-fn describe(end: Option<ChildEnd>) -> String {
+pub(crate) fn describe(end: Option<ChildEnd>) -> String {
     match end {
         Some(ChildEnd::Exited(c)) => format!("exit code {c}"),
         Some(ChildEnd::Signaled(s)) => format!("killed by {}", sys::signal_name(s)),

@@ -276,6 +276,12 @@ pub fn program_metric(program: &Program, mode: Mode) -> Metric {
                 },
             }
         }
+        // VolanoMark's score: messages delivered (to each member) per second.
+        (Program::Server { server, .. }, _) if server == "chat" || server == "ngircd" => Metric {
+            name: "messages".into(),
+            unit: "msg/s".into(),
+            higher_is_better: true,
+        },
         (Program::Server { .. }, _) => Metric {
             name: "requests".into(),
             unit: "req/s".into(),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use smtlab_execute::server::{ServerParams, SERVERS};
+use smtlab_execute::server::{check_params, SERVERS};
 use smtlab_types::{MetricSpec, Mode, Program};
 use smtlab_workloads as workload;
 
@@ -80,8 +80,8 @@ impl ProgramArgs {
         if let Some(c) = &self.client_cpus {
             if !self.workload.iter().any(|w| SERVERS.contains(&w.as_str())) {
                 return Err(usage(format!(
-                    "--client-cpus {c}: the load generator's CPUs apply to servers (-w web, -w \
-                     nginx)"
+                    "--client-cpus {c}: the load generator's CPUs apply to servers (-w web, nginx, \
+                     chat, ngircd)"
                 )));
             }
         }
@@ -101,7 +101,7 @@ impl ProgramArgs {
                         if let Some(c) = &self.client_cpus {
                             params.insert("client_cpus".into(), c.clone());
                         }
-                        ServerParams::parse(w, &params).map_err(usage)?;
+                        check_params(w, &params).map_err(usage)?;
                         return Ok(Program::Server {
                             server: w.clone(),
                             params,

@@ -221,20 +221,28 @@ fn render_extras(reports: &[PointSummary]) -> String {
 /// generator was the bottleneck, a line saying so.
 fn server_line(r: &PointSummary) -> Option<String> {
     let x = &r.extras;
-    let user = x.get("server_user_us_per_req")?;
-    let sys = x.get("server_sys_us_per_req").copied().unwrap_or(f64::NAN);
     let get = |k: &str| x.get(k).copied().unwrap_or(f64::NAN);
-    let mut s = format!(
-        "point {} per request: server CPU {user:.1} µs user + {sys:.1} µs sys, context switches \
-         {:.3} voluntary + {:.3} involuntary; latency p50 {:.0} µs, p99 {:.0} µs; client CPUs \
-         {:.0}% busy\n",
-        r.point.index,
-        get("voluntary_cs_per_req"),
-        get("involuntary_cs_per_req"),
-        get("latency_p50_us"),
-        get("latency_p99_us"),
-        get("client_cpu_share") * 100.0,
-    );
+    let mut s = if let Some(user) = x.get("server_user_us_per_msg") {
+        // A chat point: per delivered message, over the message phase.
+        format!(
+            "point {} per message delivered: server CPU {user:.2} µs user + {:.2} µs sys, \
+             context switches {:.4} voluntary + {:.4} involuntary; {:.0} connections, {:.0} \
+             server threads, {:.1} KiB of server PSS per connection; latency p50 {:.0} µs, p99 \
+             {:.0} µs; client CPUs {:.0}% busy\n",
+            r.point.index,
+            get("server_sys_us_per_msg"),
+            get("voluntary_cs_per_msg"),
+            get("involuntary_cs_per_msg"),
+            get("connections"),
+            get("server_threads"),
+            get("server_pss_kb_per_connection"),
+            get("latency_p50_us"),
+            get("latency_p99_us"),
+            get("client_cpu_share") * 100.0,
+        )
+    } else {
+        server_request_line(r)?
+    };
     let errors: Vec<String> = x
         .iter()
         .filter_map(|(k, v)| Some((k.strip_prefix("errors.")?, v)))
@@ -263,6 +271,26 @@ fn server_line(r: &PointSummary) -> Option<String> {
         ));
     }
     Some(s)
+}
+
+/// A web point's costs per request (the paper's Table 3 without the
+/// counters, which come with the counter lines).
+fn server_request_line(r: &PointSummary) -> Option<String> {
+    let x = &r.extras;
+    let user = x.get("server_user_us_per_req")?;
+    let sys = x.get("server_sys_us_per_req").copied().unwrap_or(f64::NAN);
+    let get = |k: &str| x.get(k).copied().unwrap_or(f64::NAN);
+    Some(format!(
+        "point {} per request: server CPU {user:.1} µs user + {sys:.1} µs sys, context switches \
+         {:.3} voluntary + {:.3} involuntary; latency p50 {:.0} µs, p99 {:.0} µs; client CPUs \
+         {:.0}% busy\n",
+        r.point.index,
+        get("voluntary_cs_per_req"),
+        get("involuntary_cs_per_req"),
+        get("latency_p50_us"),
+        get("latency_p99_us"),
+        get("client_cpu_share") * 100.0,
+    ))
 }
 
 /// The counters people read first, per point (medians per sample, summed

@@ -1,0 +1,689 @@
+//! One sample of a chat point (`-w chat`, `-w ngircd`): the server started
+//! on the point's CPUs (`smtlab serve chat` in the point's model, or
+//! Debian's ngircd with a generated configuration in a directory of its
+//! own), driven by smtlab's VolanoMark-shaped load generator
+//! (`smtlab_servers::chatload`) on other CPUs, then stopped.
+//!
+//! What a sample measures, per delivered message and per connection, over
+//! the **message phase only**: the load generator calls back once every
+//! client has joined (before the first message) and once every message is
+//! in (before any connection closes), and at both instants the server's CPU
+//! time (`/proc/PID/stat`: all its threads, user and system apart), its
+//! context switches (summed over `/proc/PID/task/*/status`: every thread
+//! lives through the whole phase, so the sum's difference is the phase's),
+//! its PSS and threads, and its hardware counters are read. Registration of
+//! 10,000 clients and their tear-down are thus not charged to the
+//! messages. The metric is messages delivered per second (VolanoMark's
+//! score); the server's whole life (`wait4`) is kept as the sample's usage.
+//!
+//! A message lost, duplicated or out of order fails the sample: a wrong
+//! result, like a wrong web body.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use nix::sys::signal::Signal;
+use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
+use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadReport, Hook};
+use smtlab_servers::load::client_cpus;
+use smtlab_servers::reference::ngircd::{self, NgircdConfig};
+use smtlab_sys::ChildEnd;
+use smtlab_types::cpuset::CpuSet;
+use smtlab_types::{CounterStatus, CounterValue, Point, Sample, SampleStatus};
+
+use crate::context::SampleContext;
+use crate::server::{self, Running};
+
+/// The chat servers `-w` names.
+pub const CHAT_SERVERS: [&str; 2] = ["chat", "ngircd"];
+/// The parameters a chat point takes (`--param K=V`).
+pub const CHAT_PARAMS: [&str; 4] = ["connections", "room", "messages", "rate"];
+/// Clients in all by default: VolanoMark's 10 rooms of 20.
+pub const DEFAULT_CONNECTIONS: usize = 200;
+pub const DEFAULT_ROOM: usize = 20;
+/// Messages sent in all by default (each user sends its share, at least
+/// one): about a second of work at 200 connections, and a sample that
+/// stays short at 10,000.
+pub const DEFAULT_TOTAL_MESSAGES: usize = 20_000;
+
+/// How a chat point is measured, from its `--param`s and `--client-cpus`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatParams {
+    pub connections: usize,
+    pub room: usize,
+    /// Per user; default [`DEFAULT_TOTAL_MESSAGES`] / connections.
+    pub messages: usize,
+    /// Open loop, messages/s in all.
+    pub rate: Option<f64>,
+    pub client_cpus: Option<CpuSet>,
+}
+
+impl ChatParams {
+    pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ChatParams, String> {
+        if !CHAT_SERVERS.contains(&server) {
+            return Err(format!("--workload {server}: not a chat server"));
+        }
+        let mut connections = DEFAULT_CONNECTIONS;
+        let mut room = DEFAULT_ROOM;
+        let mut messages = None;
+        let mut rate = None;
+        let mut client_cpus = None;
+        let count = |k: &str, v: &str, min: usize, max: usize| match v.parse::<usize>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(format!("--param {k}={v}: expected {min} to {max}")),
+        };
+        for (k, v) in params {
+            match k.as_str() {
+                "connections" => connections = count(k, v, 2, chatload::MAX_CONNECTIONS)?,
+                "room" => room = count(k, v, 2, 1000)?,
+                "messages" => messages = Some(count(k, v, 1, 1_000_000_000)?),
+                "rate" => match v.parse::<f64>() {
+                    Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => rate = Some(r),
+                    _ => {
+                        return Err(format!(
+                            "--param rate={v}: expected messages per second, more than 0 and \
+                             at most 1e9"
+                        ))
+                    }
+                },
+                "client_cpus" => {
+                    let set = CpuSet::parse_list(v)
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            format!("--client-cpus {v}: expected a CPU list such as 1 or 2-3")
+                        })?;
+                    client_cpus = Some(set);
+                }
+                _ => {
+                    return Err(format!(
+                        "--param {k}: `{server}` has no such parameter; it takes {}",
+                        CHAT_PARAMS.join(", ")
+                    ))
+                }
+            }
+        }
+        if connections % room != 0 {
+            return Err(format!(
+                "--param connections={connections}: expected a multiple of room={room} (rooms \
+                 of {room} users)"
+            ));
+        }
+        if server == "ngircd" && room > 1000 {
+            return Err(format!("--param room={room}: at most 1000"));
+        }
+        let messages = messages.unwrap_or((DEFAULT_TOTAL_MESSAGES / connections).max(1));
+        Ok(ChatParams {
+            connections,
+            room,
+            messages,
+            rate,
+            client_cpus,
+        })
+    }
+}
+
+/// The server at one phase boundary.
+#[derive(Debug, Clone, Default)]
+struct Snapshot {
+    user_s: f64,
+    sys_s: f64,
+    voluntary_cs: u64,
+    involuntary_cs: u64,
+    threads: u64,
+    pss_kb: Option<u64>,
+    counters: Vec<CounterValue>,
+}
+
+/// CPU time of process `pid` (all its threads, the ended ones included),
+/// from `/proc/PID/stat` fields 14 and 15, in clock ticks.
+fn cpu_of(pid: i32) -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces or parentheses: fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime / tick, stime / tick))
+}
+
+/// Context switches summed over the live threads of `pid`, and how many
+/// threads there are.
+fn switches_of(pid: i32) -> (u64, u64, u64) {
+    let (mut v, mut n, mut threads) = (0, 0, 0);
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (0, 0, 0);
+    };
+    for task in dir.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        threads += 1;
+        for line in status.lines() {
+            let num = |l: &str| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|x| x.parse::<u64>().ok())
+            };
+            if line.starts_with("voluntary_ctxt_switches:") {
+                v += num(line).unwrap_or(0);
+            } else if line.starts_with("nonvoluntary_ctxt_switches:") {
+                n += num(line).unwrap_or(0);
+            }
+        }
+    }
+    (v, n, threads)
+}
+
+fn snapshot(pid: i32, counters: &Mutex<Option<ThreadCounters>>) -> Snapshot {
+    let (user_s, sys_s) = cpu_of(pid).unwrap_or_default();
+    let (voluntary_cs, involuntary_cs, threads) = switches_of(pid);
+    let counters = counters
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .map(|c| c.read())
+        .unwrap_or_default();
+    Snapshot {
+        user_s,
+        sys_s,
+        voluntary_cs,
+        involuntary_cs,
+        threads,
+        pss_kb: smtlab_counters::memory_of(pid).ok().map(|m| m.pss_kb),
+        counters,
+    }
+}
+
+/// Take one sample of a chat point.
+pub(crate) fn run_inner(
+    point: &Point,
+    server: &str,
+    params: &BTreeMap<String, String>,
+    ctx: &SampleContext,
+) -> anyhow::Result<Option<Sample>> {
+    let p = ChatParams::parse(server, params).map_err(anyhow::Error::msg)?;
+    // Each connection is a descriptor here and in the server (which
+    // inherits the limit): lift the soft limit to the hard one.
+    let _ = smtlab_counters::raise_fd_limit();
+    let plan = ctx.counters.then(CounterPlan::probe);
+    let (mut running, counters) = start(point, server, &p, ctx, plan.as_ref())?;
+    let counters = Arc::new(Mutex::new(counters));
+    let addr = match server::wait_ready(&mut running, server, ctx) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            server::stop(&running, Signal::SIGKILL);
+            return Ok(None);
+        }
+        Err(e) => {
+            server::stop(&running, Signal::SIGKILL);
+            let err = running.stderr.join().unwrap_or_default();
+            let err = err.trim().replace('\n', " | ");
+            return Err(if err.is_empty() { e } else { e.context(err) });
+        }
+    };
+    let pid = running.pid;
+    let baseline = snapshot(pid, &counters);
+
+    let chosen = client_cpus::choose(addr, p.client_cpus.as_ref());
+    let mut config = ChatLoadConfig::new(addr, p.connections / p.room, p.room, p.messages);
+    config.rate = p.rate;
+    config.cpus = chosen.cpus();
+    config.threads = 1;
+    config.timeout = Duration::from_secs(10);
+    config.connect_timeout = ctx
+        .timeout
+        .unwrap_or(Duration::from_secs(120))
+        .max(Duration::from_secs(10));
+    let phases: Arc<Mutex<Vec<Snapshot>>> = Arc::default();
+    for hook in [&mut config.on_start, &mut config.on_end] {
+        let (c, ph) = (counters.clone(), phases.clone());
+        *hook = Some(Hook(Arc::new(move || {
+            let s = snapshot(pid, &c);
+            ph.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        })));
+    }
+    let (ltx, lrx) = mpsc::channel();
+    let loader = std::thread::Builder::new()
+        .name("smtlab-chat-load".into())
+        .spawn(move || {
+            let _ = ltx.send(chatload::run(&config));
+        });
+    if let Err(e) = loader {
+        server::stop(&running, Signal::SIGKILL);
+        bail!("cannot start the load generator's thread: {e}");
+    }
+    let mut interrupted = false;
+    let report: Result<ChatLoadReport, String> = loop {
+        if ctx.stop.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            running.kill();
+        }
+        match lrx.recv_timeout(Duration::from_millis(20)) {
+            Ok(r) => break r.map_err(|e| e.to_string()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err("the load generator's thread ended without a report".into())
+            }
+        }
+    };
+    let (end, usage) = server::stop(&running, Signal::SIGTERM);
+    if interrupted || ctx.stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let stderr = running.stderr.join().unwrap_or_default();
+    let mut sample = Sample {
+        seq: 0,
+        warmup: false,
+        status: SampleStatus::Ok,
+        reason: None,
+        started_at: 0.0,
+        wall_s: 0.0,
+        ops: None,
+        metric: None,
+        usage,
+        counters: Vec::new(),
+        workers: Vec::new(),
+        extras: BTreeMap::new(),
+    };
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            sample.status = SampleStatus::Failed;
+            sample.reason = Some(format!("load generator: {e}"));
+            return Ok(Some(sample));
+        }
+    };
+    let phases = phases.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    fill(&mut sample, &report, &baseline, &phases, &chosen);
+    if let Some((status, reason)) = judge(server, end, &report, &stderr) {
+        sample.status = status;
+        sample.reason = Some(reason);
+        sample.metric = None;
+    }
+    Ok(Some(sample))
+}
+
+/// Starts the chat server or ngircd behind the gate.
+fn start(
+    point: &Point,
+    server: &str,
+    p: &ChatParams,
+    ctx: &SampleContext,
+    plan: Option<&CounterPlan>,
+) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
+    let cpus: Vec<u32> = point.cpus.clone().unwrap_or_default();
+    let list = cpus
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut cmd = Command::new(&ctx.exe);
+    cmd.arg("__gate");
+    let mut fixed = None;
+    if server == "chat" {
+        cmd.arg(&ctx.exe).args([
+            "serve",
+            "chat",
+            "--model",
+            &point.model.to_string(),
+            "--threads",
+            &point.workers.to_string(),
+            "--listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            &(p.connections + 100).to_string(),
+        ]);
+        if !list.is_empty() {
+            cmd.args(["--cpus", &list]);
+        }
+    } else {
+        let exe = ngircd::find().ok_or_else(|| anyhow::anyhow!(ngircd::missing_reason()))?;
+        let d = tempfile::Builder::new()
+            .prefix("smtlab-ngircd-")
+            .tempdir()
+            .context("a directory for ngircd's configuration")?;
+        // ngircd cannot listen on port 0: take a free port now (a race with
+        // another program is possible but rare; the sample then fails
+        // saying so).
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("finding a free port for ngircd")?
+            .port();
+        let listen = SocketAddr::from(([127, 0, 0, 1], port));
+        let conf = NgircdConfig {
+            listen,
+            max_connections: p.connections + 100,
+            dir: d.path().to_path_buf(),
+        };
+        ngircd::write_files(&conf).context("writing ngircd's configuration")?;
+        cmd.arg(exe).args(conf.args());
+        fixed = Some((listen, d));
+    }
+    server::spawn(cmd, point, server, ctx, plan, fixed)
+}
+
+/// Why a sample failed, if it did: the server crashed or exited with an
+/// error, or a message was lost, doubled or reordered (a wrong result).
+fn judge(
+    server: &str,
+    end: Option<ChildEnd>,
+    r: &ChatLoadReport,
+    stderr: &str,
+) -> Option<(SampleStatus, String)> {
+    let err = stderr.trim().lines().last().unwrap_or("").to_string();
+    let err = if err.is_empty() {
+        String::new()
+    } else {
+        format!(": {err}")
+    };
+    match end {
+        // ngircd ends on SIGTERM with status 0 or by the signal.
+        Some(ChildEnd::Exited(0)) => {}
+        Some(ChildEnd::Signaled(15)) if server == "ngircd" => {}
+        Some(ChildEnd::Signaled(_)) => {
+            return Some((
+                SampleStatus::Crashed,
+                format!("the {server} server was {}{err}", server::describe(end)),
+            ))
+        }
+        _ => {
+            return Some((
+                SampleStatus::Failed,
+                format!(
+                    "the {server} server stopped with {}{err}",
+                    server::describe(end)
+                ),
+            ))
+        }
+    }
+    if r.lost + r.duplicates + r.out_of_order > 0 {
+        let closed: Vec<String> = r
+            .closed_reasons
+            .iter()
+            .map(|(k, v)| format!("{v} x {k}"))
+            .collect();
+        return Some((
+            SampleStatus::Failed,
+            format!(
+                "of {} expected deliveries {} were lost, {} doubled, {} out of order: a wrong \
+                 result{}",
+                r.expected_deliveries,
+                r.lost,
+                r.duplicates,
+                r.out_of_order,
+                if closed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (connections closed by the server: {})", closed.join(", "))
+                }
+            ),
+        ));
+    }
+    None
+}
+
+/// The metric (messages delivered per second), the per-message and
+/// per-connection server costs of the message phase, and what the load
+/// generator saw.
+fn fill(
+    sample: &mut Sample,
+    r: &ChatLoadReport,
+    baseline: &Snapshot,
+    phases: &[Snapshot],
+    chosen: &client_cpus::ClientCpus,
+) {
+    sample.ops = Some(r.deliveries);
+    sample.metric = Some(r.messages_per_s);
+    sample.wall_s = r.elapsed_s;
+    let x = &mut sample.extras;
+    let conns = r.connections.max(1) as f64;
+    let per = |v: f64| {
+        if r.deliveries > 0 {
+            v / r.deliveries as f64
+        } else {
+            0.0
+        }
+    };
+    x.insert("connections".into(), r.connections as f64);
+    x.insert("messages_sent".into(), r.sent as f64);
+    x.insert("deliveries".into(), r.deliveries as f64);
+    if let [start, end] = phases {
+        x.insert(
+            "server_user_us_per_msg".into(),
+            per((end.user_s - start.user_s) * 1e6),
+        );
+        x.insert(
+            "server_sys_us_per_msg".into(),
+            per((end.sys_s - start.sys_s) * 1e6),
+        );
+        x.insert(
+            "voluntary_cs_per_msg".into(),
+            per(end.voluntary_cs.saturating_sub(start.voluntary_cs) as f64),
+        );
+        x.insert(
+            "involuntary_cs_per_msg".into(),
+            per(end.involuntary_cs.saturating_sub(start.involuntary_cs) as f64),
+        );
+        x.insert("server_threads".into(), end.threads as f64);
+        if let (Some(b), Some(e)) = (baseline.pss_kb, end.pss_kb) {
+            x.insert("server_pss_kb".into(), e as f64);
+            x.insert(
+                "server_pss_kb_per_connection".into(),
+                e.saturating_sub(b) as f64 / conns,
+            );
+        }
+        // Hardware counters over the phase, per delivered message.
+        let phase: Vec<CounterValue> = end
+            .counters
+            .iter()
+            .map(|e| {
+                let s = start
+                    .counters
+                    .iter()
+                    .find(|s| s.name == e.name && s.scope == e.scope);
+                let mut v = e.clone();
+                if let (Some(a), Some(b)) = (s.and_then(|s| s.value), e.value) {
+                    v.value = Some(b - a);
+                }
+                v
+            })
+            .collect();
+        let counted = |name: &str, scope: &str| {
+            phase
+                .iter()
+                .find(|c| {
+                    c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok
+                })
+                .and_then(|c| c.value)
+        };
+        for scope in ["user", "kernel"] {
+            if let (Some(cy), Some(ins)) =
+                (counted("cycles", scope), counted("instructions", scope))
+            {
+                if ins > 0.0 {
+                    x.insert(format!("cpi.{scope}"), cy / ins);
+                }
+                x.insert(format!("instructions_per_msg.{scope}"), per(ins));
+            }
+            for ev in [
+                "L1-icache-load-misses",
+                "L1-dcache-load-misses",
+                "iTLB-load-misses",
+                "branch-misses",
+            ] {
+                if let Some(v) = counted(ev, scope) {
+                    x.insert(format!("{ev}_per_msg.{scope}"), per(v));
+                }
+            }
+        }
+        sample.counters = phase;
+    }
+    x.insert("latency_p50_us".into(), r.latency_us.p50);
+    x.insert("latency_p99_us".into(), r.latency_us.p99);
+    x.insert("latency_p999_us".into(), r.latency_us.p999);
+    x.insert("latency_max_us".into(), r.latency_us.max);
+    x.insert("connect_p50_us".into(), r.connect_us.p50);
+    x.insert("connect_p99_us".into(), r.connect_us.p99);
+    x.insert("client_cpu_share".into(), r.client_busy);
+    x.insert("client_bound".into(), f64::from(u8::from(r.client_bound)));
+    x.insert(
+        "client_pinned".into(),
+        f64::from(u8::from(!chosen.cpus().is_empty())),
+    );
+    for (kind, n) in &r.errors {
+        x.insert(format!("errors.{kind}"), *n as f64);
+    }
+    let mut notes = Vec::new();
+    if r.client_bound {
+        notes.push(r.bottleneck.clone());
+    }
+    if chosen.cpus().is_empty() {
+        notes.push(format!("load generator {chosen}"));
+    }
+    if !notes.is_empty() {
+        sample.reason = Some(notes.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn parameters_are_checked_with_the_name_at_fault() {
+        let p = ChatParams::parse("chat", &params(&[])).unwrap();
+        assert_eq!((p.connections, p.room, p.messages), (200, 20, 100));
+        let p = ChatParams::parse("ngircd", &params(&[("connections", "10000")])).unwrap();
+        assert_eq!(p.messages, 2);
+        let p = ChatParams::parse(
+            "chat",
+            &params(&[
+                ("connections", "40"),
+                ("room", "4"),
+                ("messages", "7"),
+                ("rate", "500"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (p.connections, p.room, p.messages, p.rate),
+            (40, 4, 7, Some(500.0))
+        );
+        for (kv, flag) in [
+            (("connections", "1"), "--param connections=1"),
+            (
+                ("connections", "30"),
+                "--param connections=30: expected a multiple",
+            ),
+            (("room", "x"), "--param room=x"),
+            (("messages", "0"), "--param messages=0"),
+            (("rate", "nan"), "--param rate=nan"),
+            (("files", "5MB"), "--param files"),
+            (("client_cpus", "x"), "--client-cpus x"),
+        ] {
+            let e = ChatParams::parse("chat", &params(&[kv])).unwrap_err();
+            assert!(e.starts_with(flag), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_lost_message_or_a_crash_fails_the_sample() {
+        let ok = ChatLoadReport {
+            connections: 4,
+            sent: 8,
+            deliveries: 24,
+            expected_deliveries: 24,
+            ..Default::default()
+        };
+        assert_eq!(judge("chat", Some(ChildEnd::Exited(0)), &ok, ""), None);
+        assert_eq!(judge("ngircd", Some(ChildEnd::Signaled(15)), &ok, ""), None);
+        let (s, why) = judge("chat", Some(ChildEnd::Signaled(11)), &ok, "boom").unwrap();
+        assert_eq!(s, SampleStatus::Crashed);
+        assert!(why.contains("SIGSEGV") && why.ends_with(": boom"), "{why}");
+        let lost = ChatLoadReport {
+            lost: 3,
+            closed_reasons: [("SendQ exceeded".to_string(), 1)].into_iter().collect(),
+            ..ok.clone()
+        };
+        let (s, why) = judge("chat", Some(ChildEnd::Exited(0)), &lost, "").unwrap();
+        assert_eq!(s, SampleStatus::Failed);
+        assert!(
+            why.contains("3 were lost") && why.contains("1 x SendQ exceeded"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn per_message_costs_are_the_phase_over_the_deliveries() {
+        let r = ChatLoadReport {
+            connections: 200,
+            sent: 1000,
+            deliveries: 19_000,
+            expected_deliveries: 19_000,
+            messages_per_s: 95_000.0,
+            elapsed_s: 0.2,
+            ..Default::default()
+        };
+        let base = Snapshot {
+            pss_kb: Some(2000),
+            ..Default::default()
+        };
+        let start = Snapshot {
+            user_s: 1.0,
+            sys_s: 2.0,
+            voluntary_cs: 100,
+            involuntary_cs: 5,
+            threads: 401,
+            pss_kb: Some(9000),
+            counters: Vec::new(),
+        };
+        let end = Snapshot {
+            user_s: 1.19,
+            sys_s: 2.38,
+            voluntary_cs: 19_100,
+            involuntary_cs: 5,
+            threads: 401,
+            pss_kb: Some(10_000),
+            counters: Vec::new(),
+        };
+        let mut s = Sample {
+            seq: 0,
+            warmup: false,
+            status: SampleStatus::Ok,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 0.0,
+            ops: None,
+            metric: None,
+            usage: Default::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: BTreeMap::new(),
+        };
+        let chosen = client_cpus::ClientCpus::Given(CpuSet::parse_list("1").unwrap());
+        fill(&mut s, &r, &base, &[start, end], &chosen);
+        assert_eq!(s.metric, Some(95_000.0));
+        assert_eq!(s.ops, Some(19_000));
+        assert!((s.extras["server_user_us_per_msg"] - 10.0).abs() < 1e-6);
+        assert!((s.extras["server_sys_us_per_msg"] - 20.0).abs() < 1e-6);
+        assert!((s.extras["voluntary_cs_per_msg"] - 1.0).abs() < 1e-9);
+        assert_eq!(s.extras["server_threads"], 401.0);
+        assert!((s.extras["server_pss_kb_per_connection"] - 40.0).abs() < 1e-9);
+    }
+}
