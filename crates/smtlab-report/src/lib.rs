@@ -30,6 +30,7 @@
 
 mod chart_files;
 mod charts;
+mod chat_charts;
 mod draw;
 mod error;
 mod format;

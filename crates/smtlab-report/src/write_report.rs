@@ -9,7 +9,8 @@ use crate::error::ReportError;
 use crate::input::ReportInput;
 use crate::writer::{Rendered, Writer};
 use crate::{
-    chart_files, charts, pairs_charts, report_html, results_json, samples_csv, summary_md,
+    chart_files, charts, chat_charts, pairs_charts, report_html, results_json, samples_csv,
+    summary_md,
 };
 
 /// What [`write_report`] wrote.
@@ -45,6 +46,10 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
     // are the pairings'.
     let (specs, chart_notes) = match input.pairs {
         Some(a) => (pairs_charts::specs(a), Vec::new()),
+        // A chat sweep is over connections, not N.
+        None if chat_charts::applies(input.points) => {
+            (chat_charts::specs(input.points), Vec::new())
+        }
         None => charts::build(input),
     };
     let (drawn, chart_files) = chart_files::draw_all(specs, &chart_dir)?;

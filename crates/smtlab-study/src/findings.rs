@@ -90,6 +90,13 @@ pub fn findings(
         // The pair matrix and pairings need every sample, not the points'
         // summaries: `report_run` adds them.
         StudyKind::Pairs => {}
+        StudyKind::Chat => {
+            let mut w = crate::web_findings::WebFindings::default();
+            crate::chat_findings::chat(points, seed, &mut w);
+            f.tables.extend(w.tables);
+            f.verdicts.extend(w.verdicts);
+            f.limits.extend(w.limits);
+        }
         StudyKind::Web => {
             let mut w = crate::web_findings::WebFindings::default();
             crate::web_findings::web(points, topo, seed, &mut w);

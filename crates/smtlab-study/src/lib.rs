@@ -16,6 +16,8 @@
 //! the report writers; only the CLI is above it. The list of studies and
 //! their names is [`StudyKind::ALL`] (in `smtlab-types`).
 
+pub mod chat_findings;
+pub mod chat_plan;
 pub mod findings;
 pub mod pairs_matrix;
 pub mod pairs_plan;

@@ -41,6 +41,9 @@ pub struct StudyRequest {
     pub counters: bool,
     /// What only the pairs study takes.
     pub pairs: PairsRequest,
+    /// `--connections`: the chat study's sweep (default
+    /// [`crate::chat_plan::CONNECTIONS`]).
+    pub connections: Option<Vec<usize>>,
 }
 
 /// The pairs study's own flags.
@@ -108,6 +111,19 @@ impl Sampling {
                 max_samples: 8,
                 precision: 0.03,
                 max_time_s: 12.0,
+            };
+        }
+        if kind == StudyKind::Chat {
+            // A sample is a server's lifetime: every client registers and
+            // joins, then the messages; a fresh server each time, so no
+            // warm-up. Three give each point an interval; 10,000 clients
+            // take up to half a minute to set up.
+            return Sampling {
+                warmup: 0,
+                min_samples: 3,
+                max_samples: 5,
+                precision: 0.05,
+                max_time_s: 60.0,
             };
         }
         if kind == StudyKind::Pairs {
@@ -242,6 +258,9 @@ pub fn plan(
     if kind == StudyKind::Web {
         return plan_web_study(topo, req);
     }
+    if kind == StudyKind::Chat {
+        return plan_chat_study(topo, req);
+    }
     let sh = shape(topo);
     let programs = if req.programs.is_empty() {
         default_programs(kind)
@@ -302,8 +321,8 @@ pub fn plan(
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
-        StudyKind::Pairs | StudyKind::Web => {
-            unreachable!("the pairs and web studies are planned by their own functions")
+        StudyKind::Pairs | StudyKind::Web | StudyKind::Chat => {
+            unreachable!("the pairs, web and chat studies are planned by their own functions")
         }
     };
     let mut mode = req.mode;
@@ -419,6 +438,61 @@ fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Study
         study: None,
     };
     let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
+fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let ngircd = match smtlab_servers::reference::ngircd::find() {
+        Some(_) => Ok(()),
+        None => Err(smtlab_servers::reference::ngircd::missing_reason().to_string()),
+    };
+    let allocators = req.allocators.clone().unwrap_or_else(|| {
+        vec![Allocator {
+            name: "glibc".to_string(),
+            preload: None,
+        }]
+    });
+    let sampling = Sampling::resolve(StudyKind::Chat, &req.sampling);
+    let base = RunSpec {
+        programs: Vec::new(),
+        models: Vec::new(),
+        placements: Vec::new(),
+        threads: Vec::new(),
+        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
+        spawn: Spawn::Exec,
+        mode: req.mode,
+        metric: None,
+        warmup: sampling.warmup,
+        min_samples: sampling.min_samples,
+        max_samples: sampling.max_samples,
+        precision: sampling.precision,
+        max_time_s: sampling.max_time_s,
+        timeout_s: req.sampling.timeout_s,
+        seed: req.seed,
+        counters: req.counters,
+        study: None,
+    };
+    // The user's --param and --client-cpus, on every server of the sweep.
+    let given: BTreeMap<String, String> = req
+        .programs
+        .iter()
+        .find_map(|p| match p {
+            Program::Server { params, .. } => Some(params.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let ask = crate::chat_plan::ChatAsk {
+        given,
+        models: req.models,
+        threads: req.threads,
+        connections: req.connections,
+    };
+    let (spec, points) =
+        crate::chat_plan::plan_chat(topo, base, ask, ngircd, crate::chat_plan::Limits::here())?;
     Ok(StudyPlan {
         spec,
         points,

@@ -221,6 +221,14 @@ impl Program {
                 }
                 s
             }
+            // A chat server at another connection count is another
+            // program: `chat connections=200`.
+            Program::Server { server, params } if server == "chat" || server == "ngircd" => {
+                match params.get("connections") {
+                    Some(c) => format!("{server} connections={c}"),
+                    None => server.clone(),
+                }
+            }
             Program::Server { server, .. } => server.clone(),
             Program::Command { template } => template
                 .split_whitespace()

@@ -32,12 +32,15 @@ pub enum StudyKind {
     /// Web server architectures (process, thread, event, staged, and nginx
     /// beside them) x worker count x SMT siblings versus one per core.
     Web,
+    /// Chat server models (thread2, thread, event, and ngircd beside them)
+    /// x connections: what each connection costs the OS per message.
+    Chat,
 }
 
 impl StudyKind {
     /// Every study, the tour first: the one list the names, the parser,
     /// its error message and `smtlab study --help` are made from.
-    pub const ALL: [StudyKind; 9] = [
+    pub const ALL: [StudyKind; 10] = [
         StudyKind::Tour,
         StudyKind::Models,
         StudyKind::Smt,
@@ -47,6 +50,7 @@ impl StudyKind {
         StudyKind::Alloc,
         StudyKind::Pairs,
         StudyKind::Web,
+        StudyKind::Chat,
     ];
 
     /// The studies a user names (all but the tour, which has no name on
@@ -66,6 +70,7 @@ impl StudyKind {
             StudyKind::Alloc => "alloc",
             StudyKind::Pairs => "pairs",
             StudyKind::Web => "web",
+            StudyKind::Chat => "chat",
         }
     }
 
@@ -87,6 +92,10 @@ impl StudyKind {
             }
             StudyKind::Web => {
                 "which web server architecture, with how many workers, and does SMT pay for it?"
+            }
+            StudyKind::Chat => {
+                "two threads per connection, one, or an event loop: what does each connection \
+                 cost the OS per message as connections grow?"
             }
         }
     }
@@ -117,6 +126,11 @@ impl StudyKind {
                 "the web server as process, thread, event and staged, nginx beside them, at \
                  1..N workers on SMT siblings (compact) and one per core, driven by the load \
                  generator on CPUs of their own"
+            }
+            StudyKind::Chat => {
+                "the chat server as thread2, thread and event, ngircd beside them, at 20 to \
+                 10,000 connections in rooms of 20 (--connections), VolanoMark's load on CPUs \
+                 of its own"
             }
         }
     }

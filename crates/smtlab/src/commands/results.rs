@@ -35,17 +35,25 @@ fn cpus_cell(p: &Point) -> String {
 /// `--dry-run`: every point and its CPUs.
 pub fn render_plan(points: &[Point]) -> String {
     let mut s = String::new();
+    // The program column as wide as its longest label (`chat
+    // connections=10000`), at least 12.
+    let wp = points
+        .iter()
+        .map(|p| p.program.label().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(12);
     writeln!(s, "{} points:", points.len()).unwrap();
     writeln!(
         s,
-        "{:>4}  {:<12} {:<14} {:<10} {:>4}  {:<9} {:<7}  cpus",
+        "{:>4}  {:<wp$} {:<14} {:<10} {:>4}  {:<9} {:<7}  cpus",
         "#", "program", "model", "placement", "N", "alloc", "oversub"
     )
     .unwrap();
     for p in points {
         writeln!(
             s,
-            "{:>4}  {:<12} {:<14} {:<10} {:>4}  {:<9} {:<7.2}  {}",
+            "{:>4}  {:<wp$} {:<14} {:<10} {:>4}  {:<9} {:<7.2}  {}",
             p.index,
             p.program.label(),
             p.model.to_string(),

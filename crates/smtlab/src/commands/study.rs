@@ -107,8 +107,37 @@ pub struct StudyArgs {
     /// pairs: random pairings drawn for the distribution [default: 10000000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub trials: Option<u64>,
+    /// chat: the connection counts to sweep, multiples of 20 (rooms of 20)
+    /// [default: 20,200,1000,2000,5000,10000]
+    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<ConnectionCounts>)]
+    pub connections: Option<ConnectionCounts>,
     #[command(flatten)]
     pub source: TopologySource,
+}
+
+/// `--connections LIST`: counts of 20 to 100,000, multiples of 20.
+#[derive(Debug, Clone)]
+pub struct ConnectionCounts(Vec<usize>);
+
+impl std::str::FromStr for ConnectionCounts {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ConnectionCounts, String> {
+        let mut v = Vec::new();
+        for part in s.split(',') {
+            match part.trim().parse::<usize>() {
+                Ok(c) if (20..=100_000).contains(&c) && c % 20 == 0 => v.push(c),
+                _ => {
+                    return Err(format!(
+                        "--connections {s}: expected a list of counts from 20 to 100000, each a \
+                         multiple of 20 (rooms of 20), such as 20,200,2000"
+                    ))
+                }
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        Ok(ConnectionCounts(v))
+    }
 }
 
 /// `models, smt, ... or alloc; none for the tour`, from the one list of
@@ -184,6 +213,17 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             "--share, --at-once, --window and --trials apply to `study pairs`, not `study {kind}`"
         )));
     }
+    if kind != StudyKind::Chat && a.connections.is_some() {
+        return Err(usage(format!(
+            "--connections applies to `study chat`, not `study {kind}`"
+        )));
+    }
+    if kind == StudyKind::Chat && (!a.program.workload.is_empty() || !a.program.cmd.is_empty()) {
+        return Err(usage(
+            "-w/--cmd: `study chat` measures smtlab's chat server and ngircd; use `smtlab run -w \
+             chat,ngircd` to choose",
+        ));
+    }
     let (programs, metric, pairs) = if kind == StudyKind::Pairs {
         let named = a.program.pair_programs()?;
         let pairs = PairsRequest {
@@ -193,6 +233,20 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             window_s: a.window,
         };
         (named.into_iter().map(|(_, p)| p).collect(), None, pairs)
+    } else if kind == StudyKind::Chat {
+        // The study's servers take the user's --param (messages=, rate=,
+        // room=) and --client-cpus; the connections are --connections.
+        if a.program.params.iter().any(|(k, _)| k == "connections") {
+            return Err(usage(
+                "--param connections: `study chat` sweeps --connections LIST instead",
+            ));
+        }
+        let given = ProgramArgs {
+            workload: vec!["chat".to_string()],
+            ..a.program.clone()
+        };
+        let (programs, metric) = given.programs(false)?;
+        (programs, metric, PairsRequest::default())
     } else if kind == StudyKind::Web && a.program.workload.is_empty() && a.program.cmd.is_empty() {
         // The study's servers, with the user's --param and --client-cpus:
         // smtlab's web server, and nginx where it is installed (the plan
@@ -240,6 +294,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         },
         seed: run::seed_or_clock(a.seed),
         counters: !a.no_counters,
+        connections: a.connections.as_ref().map(|c| c.0.clone()),
     };
     let StudyPlan {
         spec,
