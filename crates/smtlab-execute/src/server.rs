@@ -604,20 +604,31 @@ pub(crate) fn wait_ready(
 /// Stop the server with `sig` (then SIGKILL after [`STOP_LIMIT`]), reap
 /// it, and kill whatever is left of its group.
 pub(crate) fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
+    stop_within(running, sig, STOP_LIMIT).0
+}
+
+/// [`stop`] with its own limit; also says whether the server had to be
+/// killed after it (true: a SIGKILL in the result is smtlab's own).
+pub(crate) fn stop_within(
+    running: &Running,
+    sig: Signal,
+    limit: Duration,
+) -> ((Option<ChildEnd>, ResourceUsage), bool) {
     sys::kill(running.pid, sig);
-    let result = match running.ended.recv_timeout(STOP_LIMIT) {
-        Ok(r) => r,
+    let (result, killed) = match running.ended.recv_timeout(limit) {
+        Ok(r) => (r, false),
         Err(_) => {
             running.kill();
-            running
+            let r = running
                 .ended
                 .recv()
-                .unwrap_or((None, ResourceUsage::default()))
+                .unwrap_or((None, ResourceUsage::default()));
+            (r, true)
         }
     };
     // Workers of a server killed before it could stop them.
     sys::kill(-running.pid, Signal::SIGKILL);
-    result
+    (result, killed)
 }
 
 pub(crate) fn describe(end: Option<ChildEnd>) -> String {

@@ -257,3 +257,112 @@ fn bad_chat_flags_are_one_line_and_exit_2() {
         &format!("--listen {addr}"),
     );
 }
+
+/// ngircd, started with smtlab's generated configuration, killed and
+/// reaped when dropped.
+struct Ngircd {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Ngircd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_ngircd() -> Option<Ngircd> {
+    use smtlab_servers::reference::ngircd::{self, NgircdConfig};
+    let exe = ngircd::find()?;
+    let dir = tempfile::tempdir().unwrap();
+    // ngircd cannot listen on port 0: a free port, taken now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let conf = NgircdConfig {
+        listen: addr,
+        max_connections: 200,
+        dir: dir.path().to_path_buf(),
+    };
+    ngircd::write_files(&conf).unwrap();
+    let child = Command::new(exe)
+        .args(conf.args())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Ngircd {
+        child,
+        addr,
+        _dir: dir,
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < until, "ngircd did not accept connections");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(server)
+}
+
+#[test]
+fn load_chat_runs_against_ngircd_and_checks_every_delivery() {
+    let Some(ngircd) = start_ngircd() else {
+        return support::skip("ngircd is not installed (scripts/setup.sh installs it)");
+    };
+    let addr = ngircd.addr.to_string();
+    let out = support::smtlab()
+        .args([
+            "load",
+            "chat",
+            &addr,
+            "--rooms",
+            "3",
+            "--users",
+            "4",
+            "--messages",
+            "10",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["connections"], 12);
+    assert_eq!(doc["sent"], 120);
+    assert_eq!(doc["deliveries"], 360, "{doc}");
+    assert_eq!(doc["lost"], 0);
+    assert_eq!(doc["duplicates"], 0);
+    assert_eq!(doc["out_of_order"], 0);
+    assert!(doc["messages_per_s"].as_f64().unwrap() > 0.0);
+    assert!(doc["bottleneck"].as_str().is_some_and(|b| !b.is_empty()));
+    // The text output names the score and the check.
+    let out = support::smtlab()
+        .args([
+            "load",
+            "chat",
+            &addr,
+            "--rooms",
+            "1",
+            "--users",
+            "2",
+            "--messages",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("messages delivered/s"), "{text}");
+    assert!(
+        text.contains("delivered     6 of 6 expected: lost 0"),
+        "{text}"
+    );
+}
