@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn changes_read_as_words() {
-        assert_eq!(change(3.14), "grew 3.1x");
+        assert_eq!(change(3.12), "grew 3.1x");
         assert_eq!(change(0.5), "fell to 0.50x");
         assert_eq!(change(1.01), "stayed within 5%");
         assert_eq!(change(f64::NAN), "could not be compared");

@@ -262,7 +262,7 @@ pub fn start(config: &ChatConfig, listener: TcpListener) -> io::Result<ChatServe
             ),
         ));
     }
-    check_worker_cpus(&config.worker_cpus)?;
+    crate::web::check_worker_cpus(&config.worker_cpus)?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(ChatCounters::default());
     let hub = Arc::new(hub::Hub::new(&config.server_name, counters));
@@ -291,21 +291,6 @@ pub fn start(config: &ChatConfig, listener: TcpListener) -> io::Result<ChatServe
         running,
         stopped: false,
     })
-}
-
-/// Every worker CPU must be one this process may run on.
-fn check_worker_cpus(cpus: &[u32]) -> io::Result<()> {
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    let allowed = smtlab_sys::current_affinity()?;
-    match cpus.iter().find(|&&c| !allowed.contains(c)) {
-        None => Ok(()),
-        Some(c) => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("worker CPU {c} is not one this process may run on ({allowed})"),
-        )),
-    }
 }
 
 /// The reason a client is disconnected when its send queue is full.

@@ -40,12 +40,12 @@ use mio::{Events, Poll, Token};
 
 use super::arrivals::{Arrival, Arrivals};
 use super::connection::{split_lines, Connect, Connection, Incoming};
-use super::cpu::thread_cpu_time;
 use super::message::{self, Header, Line};
 use super::record::{ErrorKind, Record};
 use super::schedule::Schedule;
 use super::window::Window;
 use super::{ChatLoadConfig, ChatLoadError, Finish};
+use crate::load::cpu::thread_cpu_time;
 
 /// Bytes read from a socket at once.
 const READ_CHUNK: usize = 64 * 1024;

@@ -53,14 +53,14 @@ pub use crate::load::Latency;
 mod arrivals;
 mod client;
 mod connection;
-mod cpu;
 mod fd_limit;
 mod message;
 mod record;
 mod schedule;
 mod window;
 
-pub use cpu::CLIENT_BOUND_SHARE;
+use crate::load::cpu;
+pub use crate::load::CLIENT_BOUND_SHARE;
 
 /// The most connections (rooms × users) a run opens.
 pub const MAX_CONNECTIONS: usize = 100_000;

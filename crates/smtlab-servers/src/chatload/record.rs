@@ -217,18 +217,7 @@ impl Record {
 }
 
 fn percentiles(h: &Histogram<u64>) -> Latency {
-    if h.is_empty() {
-        return Latency::default();
-    }
-    let q = |q: f64| h.value_at_quantile(q) as f64;
-    Latency {
-        mean: h.mean(),
-        p50: q(0.50),
-        p90: q(0.90),
-        p99: q(0.99),
-        p999: q(0.999),
-        max: h.max() as f64,
-    }
+    Latency::from_histogram(h)
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub mod client_cpus;
 
 mod client;
 mod connection;
-mod cpu;
+pub(crate) mod cpu;
 mod open_loop;
 mod record;
 mod response;
@@ -106,6 +106,24 @@ pub struct Latency {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+}
+
+impl Latency {
+    /// The percentiles of a histogram of µs (all zero when it is empty).
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let q = |q: f64| h.value_at_quantile(q) as f64;
+        Latency {
+            mean: h.mean(),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: h.max() as f64,
+        }
+    }
 }
 
 /// What a load run measured.

@@ -100,7 +100,7 @@ pub(crate) fn start(
     site: Site,
     counters: Arc<Counters>,
 ) -> io::Result<EventServer> {
-    nonblocking::check_worker_cpus(&config.worker_cpus)?;
+    super::check_worker_cpus(&config.worker_cpus)?;
     listener.set_nonblocking(true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded::<Job>();

@@ -287,6 +287,7 @@ pub fn start(config: &ServerConfig, listener: TcpListener) -> io::Result<Server>
 }
 
 mod blocking;
+pub(crate) use blocking::check_worker_cpus;
 mod event;
 mod nonblocking;
 pub mod process;

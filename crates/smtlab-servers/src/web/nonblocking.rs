@@ -406,22 +406,6 @@ fn errno(e: io::Error) -> Errno {
     }
 }
 
-/// Check that every worker CPU is one this process may run on, before any
-/// thread starts (a thread could not say so itself).
-pub(super) fn check_worker_cpus(cpus: &[u32]) -> io::Result<()> {
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    let allowed = smtlab_sys::current_affinity()?;
-    match cpus.iter().find(|&&c| !allowed.contains(c)) {
-        None => Ok(()),
-        Some(c) => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("worker CPU {c} is not one this process may run on ({allowed})"),
-        )),
-    }
-}
-
 /// The CPU of worker `k`, if workers are pinned.
 pub(super) fn worker_cpu(cpus: &[u32], k: usize) -> Option<u32> {
     (!cpus.is_empty()).then(|| cpus[k % cpus.len()])

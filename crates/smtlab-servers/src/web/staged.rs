@@ -207,7 +207,7 @@ pub(crate) fn start(
     site: Site,
     counters: Arc<Counters>,
 ) -> io::Result<Staged> {
-    nonblocking::check_worker_cpus(&config.worker_cpus)?;
+    super::check_worker_cpus(&config.worker_cpus)?;
     listener.set_nonblocking(false)?;
     let workers = config.workers;
     let capacity = config.queue_capacity.max(1);

@@ -351,13 +351,7 @@ fn http(a: HttpArgs) -> anyhow::Result<i32> {
     let target = resolve(url)?;
 
     if let Some(c) = &a.cpus {
-        let allowed = smtlab_sys::current_affinity().context("reading this process's CPUs")?;
-        if let Some(cpu) = c.0.difference(&allowed).first() {
-            return Err(usage(format!(
-                "--cpus {}: CPU {cpu} is not one this process may run on; allowed: {allowed}",
-                c.0
-            )));
-        }
+        check_cpus(&c.0)?;
     }
     let chosen = client_cpus::choose(target, a.cpus.as_ref().map(|c| &c.0));
     let cpus = chosen.cpus();
@@ -572,8 +566,19 @@ fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `--cpus`: every CPU one this process may run on.
+pub(super) fn check_cpus(cpus: &CpuSet) -> anyhow::Result<()> {
+    let allowed = smtlab_sys::current_affinity().context("reading this process's CPUs")?;
+    match cpus.difference(&allowed).first() {
+        Some(cpu) => Err(usage(format!(
+            "--cpus {cpus}: CPU {cpu} is not one this process may run on; allowed: {allowed}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A latency in µs, in the unit that reads best.
-fn latency(us: f64) -> String {
+pub(super) fn latency(us: f64) -> String {
     if us >= 1e6 {
         format!("{:.2} s", us / 1e6)
     } else if us >= 1e3 {

@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -24,6 +24,7 @@ use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadError, ChatLoadRepo
 use smtlab_servers::load::client_cpus::{self, ClientCpus};
 use smtlab_types::CpuSet;
 
+use super::load::latency;
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -203,13 +204,7 @@ struct JsonOut<'a> {
 pub fn chat(a: ChatLoadArgs) -> anyhow::Result<i32> {
     let target = a.addr.addr;
     if let Some(c) = &a.cpus {
-        let allowed = smtlab_sys::current_affinity().context("reading this process's CPUs")?;
-        if let Some(cpu) = c.0.difference(&allowed).first() {
-            return Err(usage(format!(
-                "--cpus {}: CPU {cpu} is not one this process may run on; allowed: {allowed}",
-                c.0
-            )));
-        }
+        super::load::check_cpus(&c.0)?;
     }
     let chosen = client_cpus::choose(target, a.cpus.as_ref().map(|c| &c.0));
     let mut config = ChatLoadConfig::new(
@@ -301,16 +296,6 @@ fn run_with_spinner(config: &ChatLoadConfig, quiet: bool) -> Result<ChatLoadRepo
     });
     bar.finish_and_clear();
     result
-}
-
-fn latency(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.0} µs")
-    }
 }
 
 fn summary(server: &str, c: &ChatLoadConfig, r: &ChatLoadReport, cpus: &ClientCpus) -> String {
