@@ -36,9 +36,9 @@
 //! must not allocate). On a core's first allocation it `mmap`s a region of
 //! `SMTALLOC_RESERVE_PER_CORE` bytes (default 256 MiB, virtual until
 //! touched), 2 MiB-aligned and a whole number of mimalloc's 32 MiB arena
-//! units (so of 2 MiB frames), `madvise(MADV_HUGEPAGE)`s it except its
-//! lazy start (below; with THP in `madvise` mode faults then map whole
-//! 2 MiB pages), names it `[anon:smtalloc-core-N]`
+//! units (so of 2 MiB frames), `madvise(MADV_HUGEPAGE)`s it once the core's
+//! heap is past a threshold (below; with THP in `madvise` mode faults then
+//! map whole 2 MiB pages), names it `[anon:smtalloc-core-N]`
 //! where the kernel supports it, registers it with mimalloc as an exclusive,
 //! arena (`mi_manage_memory`, with a commit callback), and creates
 //! that core's heap in it. No other
@@ -55,17 +55,20 @@
 //! own metadata in a 64 MiB arena that it advises for huge pages too. A
 //! tiny program thus held ~4 MiB per core plus 2 MiB for mimalloc's
 //! metadata (15 MB peak RSS in smtlab's small allocation benchmarks, 1.7x
-//! jemalloc). So: (1) the first `SMTALLOC_THP_AFTER` bytes (default
+//! jemalloc). So: (1) each region stays in 4 KiB pages (no advice at all)
+//! until mimalloc has claimed `SMTALLOC_THP_AFTER` bytes of it (default
 //! 64 MiB, rounded up to whole 32 MiB mimalloc segments, since a segment
-//! spreads its metadata and first pages over its whole span) of each
-//! region are left in 4 KiB pages, and the arena is
+//! spreads its metadata and first pages over its whole span; not only its
+//! first 64 MiB: mimalloc does not always fill an arena from its start, and
+//! slices placed past an advised span faulted huge pages for a 25 MB heap
+//! under load), and the arena is
 //! registered "not committed" so that mimalloc reports, through the commit
 //! callback, each range of slices it starts to use (committing itself
-//! does nothing, the mapping is read-write already). Once the region has claimed that many bytes, the lazy start
-//! is advised `MADV_HUGEPAGE` and each of its frames that holds anything is
-//! collapsed into a huge page at once (`MADV_COLLAPSE`, Linux 6.1+;
-//! otherwise khugepaged collapses them later). mimalloc fills an arena from
-//! its start, so a large heap still ends up (almost) entirely in huge pages
+//! does nothing, the mapping is read-write already). Once the region has
+//! claimed that many bytes, the whole region is advised `MADV_HUGEPAGE`
+//! and each of its frames that holds anything is collapsed into a huge page
+//! at once (`MADV_COLLAPSE`, Linux 6.1+; otherwise khugepaged collapses
+//! them later), so a large heap still ends up (almost) entirely in huge pages
 //! while a heap under 64 MiB per core costs only the 4 KiB pages it
 //! touches. Large blocks (1 MiB and up) are advised for huge pages only
 //! once the live large blocks reach the same threshold, so a small program's
@@ -75,7 +78,7 @@
 //! is honoured: the commit callback gives those pages back
 //! (`MADV_DONTNEED`) and stops counting them as claimed, so a small
 //! program's RSS follows what it holds (git's peak RSS went from 1.28x to
-//! 1.20x glibc's); past the lazy start nothing is purged. (2) At init smtalloc registers a 32 MiB non-exclusive
+//! 1.19x glibc's); once the region is advised nothing is purged. (2) At init smtalloc registers a 32 MiB non-exclusive
 //! arena of 4 KiB pages (`MADV_NOHUGEPAGE`) before any heap exists, so
 //! mimalloc's metadata (heap and thread structures, per-heap page bitmaps)
 //! goes there (~100 KiB touched) instead of into a huge page.
@@ -164,11 +167,11 @@
 //! are unmapped whole on `free` unless kept for reuse (and shrink, or are
 //! trimmed for reuse, by whole frames). Inside a core arena, mimalloc's
 //! purges go through the commit callback, which gives back free 4 KiB pages
-//! only in the region's start while it is not yet huge-page advised and
-//! refuses every other purge, so no huge page is ever split; that memory is
-//! reused by the same core and returned when the process exits. (Purging
-//! whole free 2 MiB frames past the lazy start is a possible later
-//! addition; it is not done now.)
+//! only while the region is not yet huge-page advised and refuses every
+//! other purge, so no huge page is ever split; that memory is reused by the
+//! same core and returned when the process exits. (Purging whole free 2 MiB
+//! frames of an advised region is a possible later addition; it is not done
+//! now.)
 //!
 //! **Early and odd calls.** The first call initializes (env, sysfs, mimalloc
 //! options, `pthread_atfork`). Calls made while that runs (glibc's

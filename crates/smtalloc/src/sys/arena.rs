@@ -42,6 +42,8 @@ pub(crate) struct Region {
     pub(crate) lazy: AtomicUsize,
     /// Bytes of the region mimalloc has claimed (committed) so far.
     pub(crate) claimed: AtomicUsize,
+    /// The mapping's length (from `base`).
+    pub(crate) map_len: AtomicUsize,
 }
 
 pub(crate) static REGIONS: [Region; MAX_REGIONS] = [const {
@@ -54,6 +56,7 @@ pub(crate) static REGIONS: [Region; MAX_REGIONS] = [const {
         base: AtomicUsize::new(0),
         lazy: AtomicUsize::new(0),
         claimed: AtomicUsize::new(0),
+        map_len: AtomicUsize::new(0),
     }
 }; MAX_REGIONS];
 
@@ -119,8 +122,13 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
         0 => 0,
         t => options::round_reserve(t, unit).min(len),
     };
-    if settings::thp() && len > lazy {
-        os::madvise_hugepage(base + lazy, len - lazy);
+    // With a lazy threshold nothing of the region is advised yet, not
+    // even past the threshold's span: mimalloc does not always fill an
+    // arena from its start (it spreads its searches), and a small heap's
+    // slices placed past the span faulted whole huge pages (python3 with a
+    // 25 MB heap held 2-16 MiB of them now and then, under load).
+    if settings::thp() && lazy == 0 {
+        os::madvise_hugepage(base, len);
     }
     let mut name = [0u8; 32];
     core_vma_name(core, &mut name);
@@ -130,6 +138,7 @@ pub(crate) fn new_region(core: usize, min_len: usize) -> Option<*mut MiHeap> {
     let r = &REGIONS[idx];
     // Before registering: mimalloc already commits the metadata slices.
     r.base.store(base, Relaxed);
+    r.map_len.store(len, Relaxed);
     r.lazy.store(lazy, Relaxed);
     r.claimed.store(0, Relaxed);
     let mut arena: mi::MiArenaId = null_mut();
@@ -227,7 +236,8 @@ fn purge(idx: usize, start: usize, size: usize) -> bool {
     };
     let lazy = r.lazy.load(Relaxed);
     let base = r.base.load(Relaxed);
-    if lazy == 0 || start < base || start + size > base + lazy {
+    let len = r.map_len.load(Relaxed);
+    if lazy == 0 || start < base || start + size > base + len {
         return false;
     }
     // Only while below the threshold; `claimed` may race with a commit
@@ -256,11 +266,14 @@ pub(crate) fn claimed(idx: usize, size: usize) {
     // makes it cross earlier).
     if before < lazy && before.saturating_add(size) >= lazy {
         let base = r.base.load(Relaxed);
-        os::madvise_hugepage(base, lazy);
+        let len = r.map_len.load(Relaxed);
+        if settings::thp() {
+            os::madvise_hugepage(base, len);
+        }
         LAZY_ADVISED.fetch_add(1, Relaxed);
         // Collapse now what is in use (frames never touched stay empty and
         // fault in as huge pages later).
-        for f in (base..base + lazy).step_by(FRAME) {
+        for f in (base..base + len).step_by(FRAME) {
             if os::frame_touched(f) && os::madvise_collapse(f, FRAME) {
                 LAZY_COLLAPSED.fetch_add(1, Relaxed);
             }
