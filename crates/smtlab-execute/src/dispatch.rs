@@ -5,7 +5,7 @@ use smtlab_types::{Point, Program};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
-use crate::{builtin, co_run, command, server};
+use crate::{builtin, chat_sample, co_run, command, server};
 
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
@@ -13,6 +13,9 @@ pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) 
         Program::Builtin { .. } => builtin::run(point, ctx, seq, warmup),
         Program::Command { .. } => command::run(point, ctx, seq, warmup),
         Program::CoRun { .. } => co_run::run(point, ctx, seq, warmup),
+        Program::Server { server: s, .. } if chat_sample::CHAT_SERVERS.contains(&s.as_str()) => {
+            server::measure(point, ctx, seq, warmup, chat_sample::run_inner)
+        }
         Program::Server { .. } => server::run(point, ctx, seq, warmup),
     }
 }

@@ -36,6 +36,7 @@ pub mod pin;
 pub mod preload_check;
 pub mod protocol;
 pub mod server;
+pub mod servers;
 pub mod worker;
 
 pub use context::SampleContext;

@@ -46,19 +46,8 @@ use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
 
-/// The servers `-w` names: the web server and nginx (this file), the chat
-/// server and ngircd (`chat_sample.rs`).
-pub const SERVERS: [&str; 4] = ["web", "nginx", "chat", "ngircd"];
-
-/// Check a server point's `--param`s (and `client_cpus`) when the run is
-/// planned; the message names the parameter and what would be valid.
-pub fn check_params(server: &str, params: &BTreeMap<String, String>) -> Result<(), String> {
-    if crate::chat_sample::CHAT_SERVERS.contains(&server) {
-        crate::chat_sample::ChatParams::parse(server, params).map(|_| ())
-    } else {
-        ServerParams::parse(server, params).map(|_| ())
-    }
-}
+/// The servers this file measures (the chat servers are `chat_sample`'s).
+pub const WEB_SERVERS: [&str; 2] = ["web", "nginx"];
 /// The window of a server sample without `--duration`, seconds.
 pub const DEFAULT_WINDOW_S: f64 = 1.0;
 /// The parameters a server point takes (`--param K=V`).
@@ -99,10 +88,10 @@ impl ServerParams {
     /// Parse and check a server point's parameters; the message names the
     /// parameter and what would be valid.
     pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ServerParams, String> {
-        if !["web", "nginx"].contains(&server) {
+        if !WEB_SERVERS.contains(&server) {
             return Err(format!(
-                "--workload {server}: no such server; servers: {}",
-                SERVERS.join(", ")
+                "--workload {server}: not a web server; web servers: {}",
+                WEB_SERVERS.join(", ")
             ));
         }
         let mut p = ServerParams {
@@ -200,16 +189,27 @@ pub fn files_dir(set: &FileSet) -> PathBuf {
 
 /// Take one sample of a server point.
 pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    measure(point, ctx, seq, warmup, run_inner)
+}
+
+/// How one server sample is taken: `Ok(None)` when Ctrl-C stopped it.
+pub(crate) type TakeSample =
+    fn(&Point, &str, &BTreeMap<String, String>, &SampleContext) -> anyhow::Result<Option<Sample>>;
+
+/// One sample of a server point taken by `take`, as an [`Outcome`]: its
+/// place in the run set, or a failed sample with the error.
+pub(crate) fn measure(
+    point: &Point,
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+    take: TakeSample,
+) -> Outcome {
     let Program::Server { server, params } = &point.program else {
-        unreachable!("server::run is only called for server points");
+        unreachable!("server::measure is only called for server points");
     };
     let started_at = sys::unix_now_s();
-    let measured = if crate::chat_sample::CHAT_SERVERS.contains(&server.as_str()) {
-        crate::chat_sample::run_inner(point, server, params, ctx)
-    } else {
-        run_inner(point, server, params, ctx)
-    };
-    match measured {
+    match take(point, server, params, ctx) {
         Ok(Some(mut s)) => {
             s.seq = seq;
             s.warmup = warmup;

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use smtlab_execute::server::SERVERS;
+use smtlab_execute::servers::SERVERS;
 use smtlab_plan::allocator::Allocator;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};

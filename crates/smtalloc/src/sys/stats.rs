@@ -254,7 +254,7 @@ pub fn print_stats() {
     ));
     let (advised, collapsed) = arena::lazy_counters();
     l.push_fmt(format_args!(
-        "smtalloc: lazy huge pages: first {} of each region in 4 KiB pages until the region has claimed as much; {advised} region(s) past it, {collapsed} frame(s) collapsed; mimalloc metadata arena: {} (4 KiB pages)\n",
+        "smtalloc: lazy huge pages: each region in 4 KiB pages until it has claimed {}; {advised} region(s) past it, {collapsed} frame(s) collapsed; mimalloc metadata arena: {} (4 KiB pages)\n",
         Mib(settings::thp_after() as u64),
         Mib(arena::meta_range().map_or(0, |(_, len)| len as u64)),
     ));

@@ -29,6 +29,7 @@ use smtlab_servers::load::{
 };
 use smtlab_types::CpuSet;
 
+use super::client_side::{check_cpus, latency};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -564,28 +565,6 @@ fn bottleneck(r: &LoadReport, config: &LoadConfig) -> String {
 /// `n` and the word for one or many.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// `--cpus`: every CPU one this process may run on.
-pub(super) fn check_cpus(cpus: &CpuSet) -> anyhow::Result<()> {
-    let allowed = smtlab_sys::current_affinity().context("reading this process's CPUs")?;
-    match cpus.difference(&allowed).first() {
-        Some(cpu) => Err(usage(format!(
-            "--cpus {cpus}: CPU {cpu} is not one this process may run on; allowed: {allowed}"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// A latency in µs, in the unit that reads best.
-pub(super) fn latency(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.0} µs")
-    }
 }
 
 fn summary(

@@ -24,7 +24,7 @@ use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadError, ChatLoadRepo
 use smtlab_servers::load::client_cpus::{self, ClientCpus};
 use smtlab_types::CpuSet;
 
-use super::load::latency;
+use super::client_side::{check_cpus, latency};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -204,7 +204,7 @@ struct JsonOut<'a> {
 pub fn chat(a: ChatLoadArgs) -> anyhow::Result<i32> {
     let target = a.addr.addr;
     if let Some(c) = &a.cpus {
-        super::load::check_cpus(&c.0)?;
+        check_cpus(&c.0)?;
     }
     let chosen = client_cpus::choose(target, a.cpus.as_ref().map(|c| &c.0));
     let mut config = ChatLoadConfig::new(

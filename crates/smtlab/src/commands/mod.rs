@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod client_side;
 pub mod compare;
 pub mod completions;
 pub mod doctor;

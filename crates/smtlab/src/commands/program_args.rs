@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use smtlab_execute::server::{check_params, SERVERS};
+use smtlab_execute::servers::{check_params, SERVERS};
 use smtlab_types::{MetricSpec, Mode, Program};
 use smtlab_workloads as workload;
 
