@@ -60,7 +60,10 @@ fn every_model_and_ngircd_report_their_costs_per_message() {
     let points = doc["points"].as_array().unwrap();
     let mut seen = Vec::new();
     for p in points {
-        let server = p["workload"].as_str().unwrap().to_string();
+        // `chat connections=40`: the server, then its connections.
+        let label = p["workload"].as_str().unwrap();
+        assert!(label.ends_with(" connections=40"), "{label}");
+        let server = label.split(' ').next().unwrap().to_string();
         let model = p["model"].as_str().unwrap().to_string();
         let what = format!("{server} {model}");
         assert_eq!(p["samples"], 2, "{what}: {p}");
