@@ -34,7 +34,7 @@ use smtlab_servers::load::client_cpus;
 use smtlab_servers::reference::ngircd::{self, NgircdConfig};
 use smtlab_sys::ChildEnd;
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{CounterStatus, CounterValue, Point, Sample, SampleStatus};
+use smtlab_types::{CounterValue, Point, Sample, SampleStatus};
 
 use crate::context::SampleContext;
 use crate::server::{self, Running};
@@ -532,34 +532,7 @@ fn fill(
                 v
             })
             .collect();
-        let counted = |name: &str, scope: &str| {
-            phase
-                .iter()
-                .find(|c| {
-                    c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok
-                })
-                .and_then(|c| c.value)
-        };
-        for scope in ["user", "kernel"] {
-            if let (Some(cy), Some(ins)) =
-                (counted("cycles", scope), counted("instructions", scope))
-            {
-                if ins > 0.0 {
-                    x.insert(format!("cpi.{scope}"), cy / ins);
-                }
-                x.insert(format!("instructions_per_msg.{scope}"), per(ins));
-            }
-            for ev in [
-                "L1-icache-load-misses",
-                "L1-dcache-load-misses",
-                "iTLB-load-misses",
-                "branch-misses",
-            ] {
-                if let Some(v) = counted(ev, scope) {
-                    x.insert(format!("{ev}_per_msg.{scope}"), per(v));
-                }
-            }
-        }
+        server::counter_extras(&phase, per, "msg", x);
         sample.counters = phase;
     }
     x.insert("latency_p50_us".into(), r.latency_us.p50);

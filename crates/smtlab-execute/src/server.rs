@@ -695,6 +695,42 @@ fn judge(
     None
 }
 
+/// CPI and the paper's counters per operation (`unit`: `req`, `msg`), user
+/// and kernel apart, from counters that were counted (`Ok`): the web and
+/// chat samples' `cpi.SCOPE`, `instructions_per_UNIT.SCOPE` and
+/// `EVENT_per_UNIT.SCOPE` extras.
+pub(crate) fn counter_extras(
+    counters: &[smtlab_types::CounterValue],
+    per: impl Fn(f64) -> f64,
+    unit: &str,
+    x: &mut BTreeMap<String, f64>,
+) {
+    let counted = |name: &str, scope: &str| {
+        counters
+            .iter()
+            .find(|c| c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok)
+            .and_then(|c| c.value)
+    };
+    for scope in ["user", "kernel"] {
+        if let (Some(cy), Some(ins)) = (counted("cycles", scope), counted("instructions", scope)) {
+            if ins > 0.0 {
+                x.insert(format!("cpi.{scope}"), cy / ins);
+            }
+            x.insert(format!("instructions_per_{unit}.{scope}"), per(ins));
+        }
+        for ev in [
+            "L1-icache-load-misses",
+            "L1-dcache-load-misses",
+            "iTLB-load-misses",
+            "branch-misses",
+        ] {
+            if let Some(v) = counted(ev, scope) {
+                x.insert(format!("{ev}_per_{unit}.{scope}"), per(v));
+            }
+        }
+    }
+}
+
 /// The metric (successful requests per second), the per-request server
 /// costs, and what the load generator saw, into the sample.
 fn fill(
@@ -720,31 +756,7 @@ fn fill(
     if let Some(v) = sample.usage.involuntary_cs {
         x.insert("involuntary_cs_per_req".into(), per(v as f64));
     }
-    let counted = |name: &str, scope: &str| {
-        sample
-            .counters
-            .iter()
-            .find(|c| c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok)
-            .and_then(|c| c.value)
-    };
-    for scope in ["user", "kernel"] {
-        if let (Some(cy), Some(ins)) = (counted("cycles", scope), counted("instructions", scope)) {
-            if ins > 0.0 {
-                x.insert(format!("cpi.{scope}"), cy / ins);
-            }
-            x.insert(format!("instructions_per_req.{scope}"), per(ins));
-        }
-        for ev in [
-            "L1-icache-load-misses",
-            "L1-dcache-load-misses",
-            "iTLB-load-misses",
-            "branch-misses",
-        ] {
-            if let Some(v) = counted(ev, scope) {
-                x.insert(format!("{ev}_per_req.{scope}"), per(v));
-            }
-        }
-    }
+    counter_extras(&sample.counters, per, "req", x);
     x.insert("requests_answered".into(), report.requests as f64);
     x.insert("mbit_per_s".into(), report.mbit_per_s);
     x.insert("latency_p50_us".into(), report.latency_us.p50);
