@@ -14,6 +14,11 @@
 //! * `beneath.rs`: opening a file strictly beneath a directory (`openat2`);
 //! * `socket.rs`: a send with `MSG_MORE` (a response head corked until its
 //!   file body follows);
+//! * `dsm_region.rs`: the software DSM's region, mapped twice (the
+//!   application's protected view, the DSM's open one);
+//! * `fault_handler.rs`: SIGSEGV routed to the DSM;
+//! * `async_io.rs`: signal-driven I/O, its timer and mask (the DSM's
+//!   `sigio` mechanism), a thread's CPU time;
 //! * `lean_thread.rs`: threads with two memory mappings instead of std's
 //!   four, for servers with a thread per connection.
 //!
@@ -24,9 +29,12 @@
 #![allow(unsafe_code)]
 
 mod affinity;
+mod async_io;
 mod beneath;
 mod child;
 mod clock;
+mod dsm_region;
+mod fault_handler;
 mod gate;
 mod lean_thread;
 mod permissions;
@@ -36,9 +44,15 @@ mod signals;
 mod socket;
 
 pub use affinity::{current_affinity, set_affinity, thread_affinity};
+pub use async_io::{
+    block_io_signal, disown_async_io, install_io_handler, own_async_io, remove_io_handler,
+    suspend_for_io_signal, thread_cpu_s, unblock_io_signal, IoTimer, IO_SIGNAL,
+};
 pub use beneath::open_beneath;
 pub use child::{configure_child, fork_child, kill, wait4, wait_exited_keep_zombie, ChildEnd};
 pub use clock::{monotonic_s, unix_now_s};
+pub use dsm_region::{DsmRegion, PageAccess, DSM_PAGE};
+pub use fault_handler::{install_fault_handler, remove_fault_handler, FaultFn};
 pub use gate::{configure_gated_child, gate_pipes, wait_at_gate, Gate, GATE_FD, READY_FD};
 pub use lean_thread::{spawn_lean, LeanThread};
 pub use permissions::{euid, is_noexec};

@@ -6,6 +6,7 @@
 //! smtlab and does no I/O, so every other crate may use it and a type here
 //! can never tie a lower stage to a higher one. What it owns:
 //!
+//! * [`comm`]: how a rank of a DSM run notices requests (`--comm`);
 //! * [`cpuset`]: sets of PU numbers and their kernel text forms;
 //! * [`point`]: a measurement point and its parts (program, model, spawn,
 //!   mode, metric);
@@ -17,6 +18,7 @@
 //!   show;
 //! * [`table`]: a table of text cells for reports.
 
+pub mod comm;
 pub mod cpuset;
 pub mod point;
 pub mod policy;
@@ -26,6 +28,7 @@ pub mod sample;
 pub mod study;
 pub mod table;
 
+pub use comm::{Comm, CommError};
 pub use cpuset::{CpuSet, CpuSetError};
 pub use point::{
     CoPart, Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, MAX_WORKERS,

@@ -8,6 +8,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::comm::Comm;
+
 /// The most workers a point may have: as many as the highest CPU number
 /// smtlab accepts (`cpuset::MAX_CPU`), the same bound `--threads` has; a
 /// larger count is a typo, and would only exhaust memory planning it.
@@ -186,6 +188,16 @@ pub enum Program {
         server: String,
         params: BTreeMap<String, String>,
     },
+    /// A software-DSM application (`-w sor`, `lu`, `tsp`) run by N ranks
+    /// (processes, the point's workers) that notice each other's requests
+    /// by `comm`; the metric is the wall time of its parallel section.
+    Ranks {
+        app: String,
+        comm: Comm,
+        /// The application's and the DSM's `--param`s (`n`, `loss`,
+        /// `per_node`, ...).
+        params: BTreeMap<String, String>,
+    },
 }
 
 /// One program of a [`Program::CoRun`].
@@ -230,6 +242,12 @@ impl Program {
                 }
             }
             Program::Server { server, .. } => server.clone(),
+            // Each mechanism is its own series: `sor thr2`; ranks sharing
+            // a node's CPUs are another program: `sor thr2 per_node=2`.
+            Program::Ranks { app, comm, params } => match params.get("per_node") {
+                Some(k) if k != "1" => format!("{app} {comm} per_node={k}"),
+                _ => format!("{app} {comm}"),
+            },
             Program::Command { template } => template
                 .split_whitespace()
                 .next()

@@ -73,6 +73,11 @@ impl<'de> Deserialize<'de> for MetricRegex {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
     pub programs: Vec<Program>,
+    /// `--comm`: the mechanisms each DSM application (`-w sor`, ...) runs
+    /// with; `plan::expand` turns such a workload into one
+    /// [`Program::Ranks`] per mechanism. Empty for other runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comms: Vec<crate::comm::Comm>,
     pub models: Vec<Model>,
     /// As written, each with its parsed policy.
     pub placements: Vec<PolicySpec>,

@@ -35,12 +35,16 @@ pub enum StudyKind {
     /// Chat server models (thread2, thread, event, and ngircd beside them)
     /// x connections: what each connection costs the OS per message.
     Chat,
+    /// Communication mechanisms of a software DSM (sigio, thr1, thr2, thr3,
+    /// poll) x applications (SOR, LU, TSP) x ranks, one rank per CPU and
+    /// two ranks sharing a node.
+    Comm,
 }
 
 impl StudyKind {
     /// Every study, the tour first: the one list the names, the parser,
     /// its error message and `smtlab study --help` are made from.
-    pub const ALL: [StudyKind; 10] = [
+    pub const ALL: [StudyKind; 11] = [
         StudyKind::Tour,
         StudyKind::Models,
         StudyKind::Smt,
@@ -51,6 +55,7 @@ impl StudyKind {
         StudyKind::Pairs,
         StudyKind::Web,
         StudyKind::Chat,
+        StudyKind::Comm,
     ];
 
     /// The studies a user names (all but the tour, which has no name on
@@ -71,6 +76,7 @@ impl StudyKind {
             StudyKind::Pairs => "pairs",
             StudyKind::Web => "web",
             StudyKind::Chat => "chat",
+            StudyKind::Comm => "comm",
         }
     }
 
@@ -96,6 +102,10 @@ impl StudyKind {
             StudyKind::Chat => {
                 "two threads per connection, one, or an event loop: what does each connection \
                  cost the OS per message as connections grow?"
+            }
+            StudyKind::Comm => {
+                "how should the ranks of a software DSM notice each other's requests: a signal \
+                 (sigio), one, two or three communication threads, or polling?"
             }
         }
     }
@@ -131,6 +141,11 @@ impl StudyKind {
                 "the chat server as thread2, thread and event, ngircd beside them, at 20 to \
                  10,000 connections in rooms of 20 (--connections), VolanoMark's load on CPUs \
                  of its own"
+            }
+            StudyKind::Comm => {
+                "communication mechanisms of a software DSM (sigio, thr1, thr2, thr3, poll) x \
+                 applications (SOR, LU, TSP) x ranks, one rank per CPU and two ranks sharing a \
+                 node"
             }
         }
     }

@@ -1,0 +1,22 @@
+//! A home-based software DSM in the manner of JIAJIA, over smtlab-msg's
+//! reliable UDP, for the communication study (`--comm`).
+
+mod clock;
+mod core;
+mod fetch_bench;
+mod launcher;
+mod managers;
+mod node;
+mod params;
+mod protocol;
+mod rank;
+mod registry;
+mod rendezvous;
+mod report;
+
+pub use fetch_bench::{page_fetch_ns, udp_ping_pong_ns};
+pub use launcher::{default_bind, default_rendezvous, from_env as launcher_from_env, LauncherRank};
+pub use params::{check_params, DsmParams, MAX_LOSS, MAX_RANKS};
+pub use rank::{run_local_threads, run_rank, RankArgs, RankError, REGION_PAGES};
+pub use rendezvous::{Rendezvous, RendezvousError, RendezvousSpecError};
+pub use report::{RankStats, RunReport, ThreadTime, TimeSplit};

@@ -1,0 +1,857 @@
+//! One rank of the DSM: its region (mapped twice, see
+//! `smtlab_sys::DsmRegion`), its communication [`Core`], the computation's
+//! own state (which pages it holds, twins, what it wrote), and the
+//! mechanism that notices requests. Implements the applications' [`Shared`].
+//!
+//! Pages, at a rank that is not their home: **invalid** (no access; a
+//! fault fetches the page from its home: GETP) → **read-only** (a write
+//! faults: a twin is copied and the page opened) → **dirty**; at a release
+//! (unlock, barrier) each dirty page's diff against its twin goes to the
+//! home, which applies it and acknowledges, and the page is read-only
+//! again. At its home a page is always valid: read-only at the start of an
+//! interval so that a write is noticed (a write notice, no twin: the home
+//! holds the master copy). Acquires (lock, barrier) invalidate the pages
+//! other ranks wrote: the grant carries the lock's write notices, the
+//! barrier's go the pages some other rank wrote since the last barrier.
+//!
+//! Who serves requests, by mechanism:
+//! * `sigio`: the socket raises SIGIO at the computing thread, whose
+//!   handler serves; a 1 ms timer raises it too, for retransmissions. The
+//!   computation blocks the signal while it touches the core and sleeps in
+//!   `sigsuspend` while it waits.
+//! * `poll`: the computation serves at its `poll()` points (at most every
+//!   [`POLL_EVERY_NS`]) and while it waits (in `poll(2)` on the socket).
+//! * `thr1`: one thread sends the computation's requests, receives and
+//!   serves; `thr2`: a sending thread, and a receiving thread that serves;
+//!   `thr3`: sending, receiving and serving threads. The computation waits
+//!   on a condition variable.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixDatagram;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use smtlab_dsm_apps::{Home, Region, Shared};
+use smtlab_sys::{DsmRegion, PageAccess, DSM_PAGE};
+use smtlab_types::Comm;
+
+use crate::clock::now_ns;
+use crate::core::{Core, Waits};
+use crate::managers::{Managers, LOCKS};
+use crate::protocol::{self, PAGE_WORDS};
+use crate::report::ThreadTime;
+
+/// How often a `poll` rank's `poll()` looks at the socket: often enough to
+/// answer a page request within a few tens of microseconds, rarely enough
+/// that a check per row of SOR costs nothing.
+pub const POLL_EVERY_NS: u64 = 20_000;
+/// The `sigio` timer's period: retransmissions and owed acknowledgements
+/// while the computation runs.
+const SIGIO_TICK: Duration = Duration::from_millis(1);
+/// The longest a communication thread sleeps without looking at its timers.
+const THREAD_NAP_MS: u64 = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageState {
+    Unallocated,
+    Invalid,
+    ReadOnly,
+    Dirty,
+    HomeClean,
+    HomeDirty,
+}
+
+/// The computation's side: only its thread (and its own SIGSEGV handler)
+/// touch it.
+struct Main {
+    pages: Vec<PageState>,
+    homes: Vec<u16>,
+    next_page: usize,
+    /// Twins of dirty pages, one page of words per region page (a calloc'd
+    /// mapping: only the pages used are ever touched).
+    twins: Vec<u64>,
+    dirty: Vec<u32>,
+    /// Written since the last release (notices for the next one).
+    interval: Bits,
+    /// Written since the last barrier.
+    since_barrier: Bits,
+    epoch: u32,
+    msg: Vec<u8>,
+    getp: u64,
+    diffs: u64,
+    locks: u64,
+    barriers: u64,
+    fault_ns: u64,
+    sync_ns: u64,
+    wait_ns: u64,
+}
+
+/// A set of pages, with its members listed in the order they joined.
+struct Bits {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+}
+
+impl Bits {
+    fn new(pages: usize) -> Bits {
+        Bits {
+            bits: vec![0; pages.div_ceil(64)],
+            list: Vec::with_capacity(pages),
+        }
+    }
+    fn insert(&mut self, p: u32) {
+        let (w, b) = (p as usize / 64, p % 64);
+        if self.bits[w] & (1 << b) == 0 {
+            self.bits[w] |= 1 << b;
+            self.list.push(p);
+        }
+    }
+    fn clear(&mut self) {
+        for &p in &self.list {
+            self.bits[p as usize / 64] = 0;
+        }
+        self.list.clear();
+    }
+}
+
+/// One rank.
+pub struct Node {
+    rank: usize,
+    ranks: usize,
+    comm: Comm,
+    region: DsmRegion,
+    core: Mutex<Core>,
+    /// The computation waits on it (thread mechanisms).
+    replies: Condvar,
+    /// The sending thread waits on it (thr2, thr3).
+    to_send: Condvar,
+    /// The serving thread waits on it (thr3).
+    to_serve: Condvar,
+    /// The socket again, to wait on without holding the core.
+    sock: std::net::UdpSocket,
+    /// thr1: the computation wakes the communication thread through it.
+    wake: Option<(UnixDatagram, UnixDatagram)>,
+    main: Mutex<Main>,
+    stop: AtomicBool,
+    /// Time the computing thread spent serving outside its waits (sigio's
+    /// handler, poll's checks), and whether it is waiting.
+    serve_ns: AtomicU64,
+    waiting: AtomicBool,
+    last_poll: AtomicU64,
+    /// Where `section_end` stopped the clock: the time and the counters.
+    section_end: Mutex<Option<(f64, Snapshot)>>,
+    /// CPU seconds (f64 bits) each communication thread last published.
+    thread_cpu: Vec<(&'static str, AtomicU64)>,
+}
+
+/// The communication threads of a node, joined at [`Node::stop`].
+pub struct Threads(Vec<std::thread::JoinHandle<()>>);
+
+impl Node {
+    /// A node over `core`, with a region of `pages` pages, computing on the
+    /// calling thread.
+    pub fn new(
+        rank: usize,
+        ranks: usize,
+        comm: Comm,
+        pages: usize,
+        core: Core,
+    ) -> std::io::Result<Node> {
+        let region = DsmRegion::new(pages)?;
+        let wake = if comm == Comm::Thr1 {
+            let (a, b) = UnixDatagram::pair()?;
+            a.set_nonblocking(true)?;
+            b.set_nonblocking(true)?;
+            Some((a, b))
+        } else {
+            None
+        };
+        let names: &[&'static str] = match comm {
+            Comm::Thr1 => &["comm"],
+            Comm::Thr2 => &["send", "recv"],
+            Comm::Thr3 => &["send", "recv", "serve"],
+            Comm::Sigio | Comm::Poll => &[],
+        };
+        let scratch = (1 + 12 + pages * 4).max(protocol::MAX_DIFF);
+        let sock = core.socket_clone()?;
+        Ok(Node {
+            rank,
+            ranks,
+            comm,
+            core: Mutex::new(core),
+            sock,
+            replies: Condvar::new(),
+            to_send: Condvar::new(),
+            to_serve: Condvar::new(),
+            wake,
+            main: Mutex::new(Main {
+                pages: vec![PageState::Unallocated; pages],
+                homes: vec![u16::MAX; pages],
+                next_page: 0,
+                twins: vec![0; pages * PAGE_WORDS],
+                dirty: Vec::with_capacity(pages),
+                interval: Bits::new(pages),
+                since_barrier: Bits::new(pages),
+                epoch: 0,
+                msg: vec![0; scratch],
+                getp: 0,
+                diffs: 0,
+                locks: 0,
+                barriers: 0,
+                fault_ns: 0,
+                sync_ns: 0,
+                wait_ns: 0,
+            }),
+            region,
+            stop: AtomicBool::new(false),
+            serve_ns: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
+            last_poll: AtomicU64::new(0),
+            section_end: Mutex::new(None),
+            thread_cpu: names.iter().map(|n| (*n, AtomicU64::new(0))).collect(),
+        })
+    }
+
+    /// Start the mechanism: the signal set-up or the threads.
+    pub fn start(self: &Arc<Self>) -> std::io::Result<Threads> {
+        crate::registry::register(Arc::clone(self))?;
+        let mut threads = Vec::new();
+        let spawn = |name: &'static str, f: fn(&Node, usize), slot: usize| {
+            let node = Arc::clone(self);
+            std::thread::Builder::new()
+                .name(format!("dsm-{name}"))
+                .spawn(move || f(&node, slot))
+        };
+        match self.comm {
+            Comm::Sigio => {
+                let fd = self.lock_core().raw_fd();
+                smtlab_sys::own_async_io(fd)?;
+                SIGIO_TIMER.with(|t| -> std::io::Result<()> {
+                    *t.borrow_mut() = Some(smtlab_sys::IoTimer::start(SIGIO_TICK)?);
+                    Ok(())
+                })?;
+            }
+            Comm::Poll => {}
+            Comm::Thr1 => threads.push(spawn("comm", Node::comm_thread, 0)?),
+            Comm::Thr2 => {
+                threads.push(spawn("send", Node::send_thread, 0)?);
+                threads.push(spawn("recv", Node::recv_thread, 1)?);
+            }
+            Comm::Thr3 => {
+                threads.push(spawn("send", Node::send_thread, 0)?);
+                threads.push(spawn("recv", Node::recv_thread, 1)?);
+                threads.push(spawn("serve", Node::serve_thread, 2)?);
+            }
+        }
+        Ok(Threads(threads))
+    }
+
+    /// Stop the mechanism and join its threads.
+    pub fn stop(self: &Arc<Self>, threads: Threads) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.comm == Comm::Sigio {
+            SIGIO_TIMER.with(|t| t.borrow_mut().take());
+            smtlab_sys::disown_async_io(self.lock_core().raw_fd());
+        }
+        self.to_send.notify_all();
+        self.to_serve.notify_all();
+        self.wake_comm();
+        for t in threads.0 {
+            let _ = t.join();
+        }
+        crate::registry::unregister();
+    }
+
+    pub fn owns(&self, addr: usize) -> bool {
+        self.region.app_range().contains(&addr)
+    }
+
+    /// The core, locked. On a `sigio` rank's computing thread the signal
+    /// must already be blocked (see [`Node::with_core`]).
+    fn lock_core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run `f` on the locked core from the computing thread: on a `sigio`
+    /// rank with the signal blocked, so its handler cannot run on this
+    /// thread while the lock is held.
+    fn with_core<R>(&self, f: impl FnOnce(&mut Core) -> R) -> R {
+        let sigio = self.comm == Comm::Sigio;
+        if sigio {
+            smtlab_sys::block_io_signal();
+        }
+        let r = f(&mut self.lock_core());
+        if sigio {
+            smtlab_sys::unblock_io_signal();
+        }
+        r
+    }
+
+    // ----- the mechanisms' serving sides -------------------------------
+
+    /// SIGIO on thread `tid`: if it is this rank's computing thread, serve.
+    /// Async-signal-safe: the computation blocks the signal whenever it
+    /// holds the core, so the lock is free; serving allocates nothing.
+    pub fn on_io_signal(&self) {
+        if self.comm != Comm::Sigio || self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let t0 = now_ns();
+        if let Ok(mut core) = self.core.try_lock() {
+            core.service(&self.region);
+        }
+        if !self.waiting.load(Ordering::Relaxed) {
+            self.serve_ns.fetch_add(now_ns() - t0, Ordering::Relaxed);
+        }
+    }
+
+    /// poll: serve what arrived, at most every [`POLL_EVERY_NS`].
+    fn poll_now(&self, force: bool) {
+        let t0 = now_ns();
+        if !force && t0 < self.last_poll.load(Ordering::Relaxed) + POLL_EVERY_NS {
+            return;
+        }
+        self.last_poll.store(t0, Ordering::Relaxed);
+        self.lock_core().service(&self.region);
+        self.serve_ns.fetch_add(now_ns() - t0, Ordering::Relaxed);
+    }
+
+    fn publish_cpu(&self, slot: usize) {
+        let cpu = smtlab_sys::thread_cpu_s();
+        self.thread_cpu[slot]
+            .1
+            .store(cpu.to_bits(), Ordering::Relaxed);
+    }
+
+    fn wake_comm(&self) {
+        if let Some((tx, _)) = &self.wake {
+            let _ = tx.send(&[1]);
+        }
+    }
+
+    /// How long a thread may sleep: until the endpoint's next timer, at
+    /// most [`THREAD_NAP_MS`].
+    fn nap_ms(core: &Core) -> u64 {
+        core.until_deadline()
+            .map_or(THREAD_NAP_MS, |d| d.as_nanos().div_ceil(1_000_000) as u64)
+            .min(THREAD_NAP_MS)
+    }
+
+    /// thr1: one thread sends, receives and serves.
+    fn comm_thread(&self, slot: usize) {
+        let (_, wake_rx) = self.wake.as_ref().expect("thr1 has a wake pair");
+        while !self.stop.load(Ordering::Relaxed) {
+            let nap = Node::nap_ms(&self.lock_core());
+            wait_readable(&[self.sock.as_fd(), wake_rx.as_fd()], nap);
+            let mut buf = [0u8; 64];
+            while wake_rx.recv(&mut buf).is_ok() {}
+            let mut core = self.lock_core();
+            core.flush_pending();
+            core.service(&self.region);
+            drop(core);
+            self.replies.notify_all();
+            self.publish_cpu(slot);
+        }
+    }
+
+    /// thr2, thr3: the sending thread sends the computation's requests and
+    /// retransmits.
+    fn send_thread(&self, slot: usize) {
+        let mut core = self.lock_core();
+        while !self.stop.load(Ordering::Relaxed) {
+            core.flush_pending();
+            core.tick();
+            let nap = Node::nap_ms(&core);
+            core = if core.has_pending() {
+                // A full window: the receiving thread's acks will open it.
+                self.to_send
+                    .wait_timeout(core, Duration::from_micros(100))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            } else {
+                self.to_send
+                    .wait_timeout(core, Duration::from_millis(nap.max(1)))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            };
+            self.publish_cpu(slot);
+        }
+    }
+
+    /// thr2: receive and serve; thr3: receive, leaving requests to the
+    /// serving thread.
+    fn recv_thread(&self, slot: usize) {
+        while !self.stop.load(Ordering::Relaxed) {
+            wait_readable(&[self.sock.as_fd()], THREAD_NAP_MS);
+            let mut core = self.lock_core();
+            core.receive(&self.region);
+            let queued = core.serve_queue.as_ref().is_some_and(|q| !q.is_empty());
+            drop(core);
+            self.replies.notify_all();
+            if queued {
+                self.to_serve.notify_one();
+            }
+            self.publish_cpu(slot);
+        }
+    }
+
+    /// thr3: serve the requests the receiving thread queued.
+    fn serve_thread(&self, slot: usize) {
+        let mut core = self.lock_core();
+        while !self.stop.load(Ordering::Relaxed) {
+            let next = core.serve_queue.as_mut().and_then(|q| q.pop_front());
+            match next {
+                Some((from, msg)) => {
+                    if let Some((kind, body)) = protocol::split(&msg) {
+                        core.serve(from, kind, body, &self.region);
+                    }
+                    self.replies.notify_all();
+                }
+                None => {
+                    core = self
+                        .to_serve
+                        .wait_timeout(core, Duration::from_millis(THREAD_NAP_MS))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                    self.publish_cpu(slot);
+                }
+            }
+        }
+    }
+
+    // ----- the computation's requests ------------------------------------
+
+    /// Send a message of the computation (after `prepare` ran on the
+    /// locked core, e.g. resetting what will be waited for).
+    fn request(&self, to: usize, msg: &[u8], prepare: impl FnOnce(&mut Waits)) {
+        let threaded = matches!(self.comm, Comm::Thr1 | Comm::Thr2 | Comm::Thr3);
+        self.with_core(|core| {
+            prepare(&mut core.waits);
+            if threaded && to != self.rank {
+                core.enqueue(to, msg);
+            } else {
+                core.send(to, msg, &self.region);
+            }
+        });
+        if threaded {
+            self.to_send.notify_one();
+            self.wake_comm();
+        }
+    }
+
+    /// Block until `done` holds; returns nanoseconds waited.
+    fn wait(&self, done: impl Fn(&Waits) -> bool) -> u64 {
+        let t0 = now_ns();
+        self.waiting.store(true, Ordering::Relaxed);
+        match self.comm {
+            Comm::Sigio => {
+                smtlab_sys::block_io_signal();
+                loop {
+                    let finished = {
+                        let mut core = self.lock_core();
+                        let d = done(&core.waits);
+                        if !d {
+                            core.flush_acks();
+                        }
+                        d
+                    };
+                    if finished {
+                        break;
+                    }
+                    // Atomically unblock and sleep: the handler serves
+                    // (the reply among what it serves) and wakes us; the
+                    // timer wakes us at least every millisecond.
+                    smtlab_sys::suspend_for_io_signal();
+                }
+                smtlab_sys::unblock_io_signal();
+            }
+            Comm::Poll => loop {
+                let (finished, nap) = {
+                    let mut core = self.lock_core();
+                    core.service(&self.region);
+                    let d = done(&core.waits);
+                    if !d {
+                        core.flush_acks();
+                    }
+                    (d, Node::nap_ms(&core))
+                };
+                if finished {
+                    break;
+                }
+                wait_readable(&[self.sock.as_fd()], nap.max(1));
+            },
+            Comm::Thr1 | Comm::Thr2 | Comm::Thr3 => {
+                let mut core = self.lock_core();
+                while !done(&core.waits) {
+                    core = self
+                        .replies
+                        .wait_timeout(core, Duration::from_millis(10))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+        self.waiting.store(false, Ordering::Relaxed);
+        now_ns() - t0
+    }
+
+    /// Fetch page `p` from its home into the DSM's view.
+    fn fetch(&self, m: &mut Main, p: usize) {
+        let len = protocol::start(&mut m.msg, protocol::GETP, p as u32);
+        let home = m.homes[p] as usize;
+        self.request(home, &m.msg[..len], |w| w.page_arrived = false);
+        m.wait_ns += self.wait(|w| w.page_arrived);
+        m.getp += 1;
+    }
+
+    /// SIGSEGV at `addr` (in this node's region): serve it, or `false`
+    /// when the access is not one the DSM allows (a real fault).
+    pub fn fault(&self, addr: usize) -> bool {
+        let t0 = now_ns();
+        let p = (addr - self.region.app_range().start) / DSM_PAGE;
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = match m.pages[p] {
+            PageState::Invalid => {
+                self.fetch(&mut m, p);
+                self.protect(p, PageAccess::Read);
+                m.pages[p] = PageState::ReadOnly;
+                true
+            }
+            PageState::ReadOnly => {
+                let words = &self.region.dsm_words()[p * PAGE_WORDS..(p + 1) * PAGE_WORDS];
+                let twin = &mut m.twins[p * PAGE_WORDS..(p + 1) * PAGE_WORDS];
+                for (t, w) in twin.iter_mut().zip(words) {
+                    *t = w.load(Ordering::Relaxed);
+                }
+                self.written(&mut m, p, PageState::Dirty);
+                true
+            }
+            PageState::HomeClean => {
+                self.written(&mut m, p, PageState::HomeDirty);
+                true
+            }
+            _ => false,
+        };
+        m.fault_ns += now_ns() - t0;
+        ok
+    }
+
+    fn written(&self, m: &mut Main, p: usize, state: PageState) {
+        self.protect(p, PageAccess::ReadWrite);
+        m.pages[p] = state;
+        m.dirty.push(p as u32);
+        m.interval.insert(p as u32);
+        m.since_barrier.insert(p as u32);
+    }
+
+    fn protect(&self, p: usize, access: PageAccess) {
+        self.region
+            .protect(p, 1, access)
+            .unwrap_or_else(|e| panic!("mprotect of DSM page {p}: {e}"));
+    }
+
+    /// Send every dirty page's diff home and wait until all are applied;
+    /// every page is read-only again (the interval's notices are kept).
+    fn flush_dirty(&self, m: &mut Main) {
+        let dirty = std::mem::take(&mut m.dirty);
+        let mut sent = 0;
+        for &p in &dirty {
+            let p = p as usize;
+            self.protect(p, PageAccess::Read);
+            if m.pages[p] == PageState::HomeDirty {
+                m.pages[p] = PageState::HomeClean;
+                continue;
+            }
+            m.pages[p] = PageState::ReadOnly;
+            let mut now = [0u64; PAGE_WORDS];
+            for (n, w) in now
+                .iter_mut()
+                .zip(&self.region.dsm_words()[p * PAGE_WORDS..(p + 1) * PAGE_WORDS])
+            {
+                *n = w.load(Ordering::Relaxed);
+            }
+            let twin = &m.twins[p * PAGE_WORDS..(p + 1) * PAGE_WORDS];
+            let mut msg = std::mem::take(&mut m.msg);
+            if let Some(len) = protocol::encode_diff(&mut msg, p as u32, twin, &now) {
+                let home = m.homes[p] as usize;
+                self.request(home, &msg[..len], |w| w.diff_acks += 1);
+                sent += 1;
+            }
+            m.msg = msg;
+        }
+        let mut dirty = dirty;
+        dirty.clear();
+        m.dirty = dirty;
+        if sent > 0 {
+            m.diffs += sent;
+            m.wait_ns += self.wait(|w| w.diff_acks == 0);
+        }
+    }
+
+    /// Invalidate the pages another rank wrote (the notices just received).
+    fn invalidate(&self, m: &mut Main) {
+        let notices = self.with_core(|core| std::mem::take(&mut core.waits.notices));
+        for &p in &notices {
+            let p = p as usize;
+            if p < m.pages.len() && m.pages[p] == PageState::ReadOnly {
+                self.protect(p, PageAccess::None);
+                m.pages[p] = PageState::Invalid;
+            }
+        }
+        let mut notices = notices;
+        notices.clear();
+        self.with_core(|core| core.waits.notices = notices);
+    }
+
+    /// Drop this rank's copy of page `p` (if it holds a clean one), so the
+    /// next access fetches it again: the page-fetch benchmark.
+    pub fn forget_page(&self, p: usize) {
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        if m.pages.get(p) == Some(&PageState::ReadOnly) {
+            self.protect(p, PageAccess::None);
+            m.pages[p] = PageState::Invalid;
+        }
+    }
+
+    /// The time and counters of the application's `section_end`, if it
+    /// called it.
+    pub fn take_section_end(&self) -> Option<(f64, Snapshot)> {
+        self.section_end
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// The statistics so far (the caller takes differences).
+    pub fn snapshot(&self) -> Snapshot {
+        let m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        let core = self.lock_core_for_snapshot();
+        Snapshot {
+            counters: core.0,
+            served: core.1,
+            getp: m.getp,
+            diffs: m.diffs,
+            locks: m.locks,
+            barriers: m.barriers,
+            fault_ns: m.fault_ns,
+            sync_ns: m.sync_ns,
+            wait_ns: m.wait_ns,
+            serve_ns: self.serve_ns.load(Ordering::Relaxed),
+            main_cpu_s: smtlab_sys::thread_cpu_s(),
+            threads: self
+                .thread_cpu
+                .iter()
+                .map(|(n, v)| ThreadTime {
+                    name: n.to_string(),
+                    cpu_s: f64::from_bits(v.load(Ordering::Relaxed)),
+                })
+                .collect(),
+        }
+    }
+
+    fn lock_core_for_snapshot(&self) -> (smtlab_msg::Counters, u64) {
+        self.with_core(|c| (c.counters().clone(), c.served))
+    }
+
+    /// Gather: send this rank's statistics to rank 0 (or, at rank 0,
+    /// wait for everybody's and say goodbye). Returns the gathered JSON at
+    /// rank 0.
+    pub fn finish(&self, stats_json: &[u8], limit: Duration) -> Result<Vec<Vec<u8>>, String> {
+        let deadline = now_ns() + limit.as_nanos() as u64;
+        if self.rank != 0 {
+            let mut msg = vec![protocol::GATHER];
+            msg.extend_from_slice(stats_json);
+            self.request(0, &msg, |_| {});
+            self.wait_until(|w| w.bye, deadline)
+                .map_err(|_| "rank 0 did not confirm the end of the run".to_string())?;
+            // Our last messages acknowledged; linger briefly to acknowledge
+            // a retransmitted goodbye.
+            let linger = now_ns() + 50_000_000;
+            let _ = self.wait_idle(linger.min(deadline));
+            return Ok(Vec::new());
+        }
+        let ranks = self.ranks;
+        self.wait_until(|w| w.gathers + 1 >= ranks, deadline)
+            .map_err(|_| "not every rank sent its statistics".to_string())?;
+        let mut gathered = self.with_core(|c| std::mem::take(&mut c.waits.gathered));
+        gathered[0] = stats_json.to_vec();
+        for r in 1..self.ranks {
+            self.request(r, &[protocol::BYE], |_| {});
+        }
+        let _ = self.wait_idle(now_ns() + 1_000_000_000);
+        Ok(gathered)
+    }
+
+    /// Wait for `done`, giving up at `deadline` (ns).
+    fn wait_until(&self, done: impl Fn(&Waits) -> bool, deadline: u64) -> Result<(), ()> {
+        loop {
+            if self.wait(|w| done(w) || now_ns() >= deadline) > 0 || now_ns() >= deadline {
+                if self.with_core(|c| done(&c.waits)) {
+                    return Ok(());
+                }
+                if now_ns() >= deadline {
+                    return Err(());
+                }
+            } else if self.with_core(|c| done(&c.waits)) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Serve until nothing this rank sent is unacknowledged, or `deadline`.
+    fn wait_idle(&self, deadline: u64) -> Result<(), ()> {
+        while now_ns() < deadline {
+            let idle = self.with_core(|c| {
+                if matches!(self.comm, Comm::Poll) {
+                    c.service(&self.region);
+                }
+                c.flush_acks();
+                c.idle()
+            });
+            if idle {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Err(())
+    }
+}
+
+thread_local! {
+    /// The `sigio` timer of the rank computing on this thread.
+    static SIGIO_TIMER: std::cell::RefCell<Option<smtlab_sys::IoTimer>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Counters of a node at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub counters: smtlab_msg::Counters,
+    pub served: u64,
+    pub getp: u64,
+    pub diffs: u64,
+    pub locks: u64,
+    pub barriers: u64,
+    pub fault_ns: u64,
+    pub sync_ns: u64,
+    pub wait_ns: u64,
+    pub serve_ns: u64,
+    pub main_cpu_s: f64,
+    pub threads: Vec<ThreadTime>,
+}
+
+/// Sleep until one of `fds` is readable or `ms` pass.
+fn wait_readable(fds: &[BorrowedFd<'_>], ms: u64) {
+    let mut polls: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let timeout = PollTimeout::try_from(ms.min(60_000) as i32).unwrap_or(PollTimeout::NONE);
+    let _ = nix::poll::poll(&mut polls, timeout);
+}
+
+impl Shared for Node {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    fn alloc(&self, words: usize, home: Home) -> Region {
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        let pages = (words * 8).div_ceil(DSM_PAGE).max(1);
+        let first = m.next_page;
+        assert!(
+            first + pages <= m.pages.len(),
+            "the DSM region ({} MiB) is full: the application asked for {} more pages",
+            m.pages.len() * DSM_PAGE >> 20,
+            pages
+        );
+        for i in 0..pages {
+            let h = match home {
+                Home::Blocked => i * self.ranks / pages,
+                Home::Rank(r) => r % self.ranks,
+            };
+            m.homes[first + i] = h as u16;
+            if h == self.rank {
+                m.pages[first + i] = PageState::HomeClean;
+                self.protect(first + i, PageAccess::Read);
+            } else {
+                m.pages[first + i] = PageState::Invalid;
+            }
+        }
+        m.next_page += pages;
+        Region {
+            offset: first * PAGE_WORDS,
+            len: words,
+        }
+    }
+
+    fn words(&self, region: Region) -> &[std::sync::atomic::AtomicU64] {
+        &self.region.app_words()[region.offset..region.offset + region.len]
+    }
+
+    fn lock(&self, id: usize) {
+        assert!(id < LOCKS, "lock {id}: the DSM has locks 0..{LOCKS}");
+        let t0 = now_ns();
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        // Writes made so far go home first: an invalidation the grant
+        // brings must not drop them.
+        self.flush_dirty(&mut m);
+        let len = protocol::start(&mut m.msg, protocol::ACQ, id as u32);
+        let manager = Managers::manager_of(id, self.ranks);
+        self.request(manager, &m.msg[..len], |w| w.granted = false);
+        m.wait_ns += self.wait(|w| w.granted);
+        self.invalidate(&mut m);
+        m.locks += 1;
+        m.sync_ns += now_ns() - t0;
+    }
+
+    fn unlock(&self, id: usize) {
+        assert!(id < LOCKS, "lock {id}: the DSM has locks 0..{LOCKS}");
+        let t0 = now_ns();
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        self.flush_dirty(&mut m);
+        let mut msg = std::mem::take(&mut m.msg);
+        let len = protocol::start(&mut msg, protocol::REL, id as u32);
+        msg[len..len + 4].copy_from_slice(&m.epoch.to_le_bytes());
+        let len = protocol::put_pages(&mut msg, len + 4, m.interval.list.iter().copied());
+        m.interval.clear();
+        let manager = Managers::manager_of(id, self.ranks);
+        self.request(manager, &msg[..len], |_| {});
+        m.msg = msg;
+        m.sync_ns += now_ns() - t0;
+    }
+
+    fn barrier(&self) {
+        let t0 = now_ns();
+        let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
+        self.flush_dirty(&mut m);
+        let mut msg = std::mem::take(&mut m.msg);
+        let len = protocol::bare(&mut msg, protocol::BARR);
+        let len = protocol::put_pages(&mut msg, len, m.since_barrier.list.iter().copied());
+        m.since_barrier.clear();
+        m.interval.clear();
+        self.request(0, &msg[..len], |w| w.go = false);
+        m.msg = msg;
+        m.wait_ns += self.wait(|w| w.go);
+        self.invalidate(&mut m);
+        m.epoch += 1;
+        m.barriers += 1;
+        m.sync_ns += now_ns() - t0;
+    }
+
+    fn poll(&self) {
+        if self.comm == Comm::Poll {
+            self.poll_now(false);
+        }
+    }
+
+    fn section_end(&self) {
+        let end = (smtlab_sys::monotonic_s(), self.snapshot());
+        *self.section_end.lock().unwrap_or_else(|e| e.into_inner()) = Some(end);
+    }
+}
