@@ -41,6 +41,7 @@ use crate::clock::now_ns;
 use crate::core::{Core, Waits};
 use crate::managers::{Managers, LOCKS};
 use crate::protocol::{self, PAGE_WORDS};
+use crate::registry::SignalTarget;
 use crate::report::ThreadTime;
 
 /// How often a `poll` rank's `poll()` looks at the socket: often enough to
@@ -50,6 +51,8 @@ pub const POLL_EVERY_NS: u64 = 20_000;
 /// The `sigio` timer's period: retransmissions and owed acknowledgements
 /// while the computation runs.
 const SIGIO_TICK: Duration = Duration::from_millis(1);
+/// The longest a rank waits for a reply before it gives up.
+pub const STALL_LIMIT_NS: u64 = 120_000_000_000;
 /// The longest a communication thread sleeps without looking at its timers.
 const THREAD_NAP_MS: u64 = 2;
 
@@ -216,7 +219,7 @@ impl Node {
 
     /// Start the mechanism: the signal set-up or the threads.
     pub fn start(self: &Arc<Self>) -> std::io::Result<Threads> {
-        crate::registry::register(Arc::clone(self))?;
+        crate::registry::register(Arc::clone(self) as Arc<dyn SignalTarget>)?;
         let mut threads = Vec::new();
         let spawn = |name: &'static str, f: fn(&Node, usize), slot: usize| {
             let node = Arc::clone(self);
@@ -264,7 +267,7 @@ impl Node {
         crate::registry::unregister();
     }
 
-    pub fn owns(&self, addr: usize) -> bool {
+    fn owns_addr(&self, addr: usize) -> bool {
         self.region.app_range().contains(&addr)
     }
 
@@ -294,7 +297,7 @@ impl Node {
     /// SIGIO on thread `tid`: if it is this rank's computing thread, serve.
     /// Async-signal-safe: the computation blocks the signal whenever it
     /// holds the core, so the lock is free; serving allocates nothing.
-    pub fn on_io_signal(&self) {
+    fn io_signal(&self) {
         if self.comm != Comm::Sigio || self.stop.load(Ordering::Relaxed) {
             return;
         }
@@ -441,9 +444,23 @@ impl Node {
         }
     }
 
-    /// Block until `done` holds; returns nanoseconds waited.
+    /// Block until `done` holds; returns nanoseconds waited. A wait longer
+    /// than [`STALL_LIMIT_NS`] means a rank died or the network is gone:
+    /// this rank gives up (a panic, so the process ends with the reason;
+    /// whoever launched the ranks stops the others).
     fn wait(&self, done: impl Fn(&Waits) -> bool) -> u64 {
         let t0 = now_ns();
+        let done = |w: &Waits| {
+            if now_ns() - t0 > STALL_LIMIT_NS {
+                panic!(
+                    "rank {}: no reply from the other ranks for {} s (a rank died, or the \
+                     network between them is gone)",
+                    self.rank,
+                    STALL_LIMIT_NS / 1_000_000_000
+                );
+            }
+            done(w)
+        };
         self.waiting.store(true, Ordering::Relaxed);
         match self.comm {
             Comm::Sigio => {
@@ -508,7 +525,7 @@ impl Node {
 
     /// SIGSEGV at `addr` (in this node's region): serve it, or `false`
     /// when the access is not one the DSM allows (a real fault).
-    pub fn fault(&self, addr: usize) -> bool {
+    fn serve_fault(&self, addr: usize) -> bool {
         let t0 = now_ns();
         let p = (addr - self.region.app_range().start) / DSM_PAGE;
         let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
@@ -719,6 +736,18 @@ impl Node {
     }
 }
 
+impl SignalTarget for Node {
+    fn owns(&self, addr: usize) -> bool {
+        self.owns_addr(addr)
+    }
+    fn fault(&self, addr: usize) -> bool {
+        self.serve_fault(addr)
+    }
+    fn on_io_signal(&self) {
+        self.io_signal()
+    }
+}
+
 thread_local! {
     /// The `sigio` timer of the rank computing on this thread.
     static SIGIO_TIMER: std::cell::RefCell<Option<smtlab_sys::IoTimer>> = const { std::cell::RefCell::new(None) };
@@ -767,7 +796,7 @@ impl Shared for Node {
         assert!(
             first + pages <= m.pages.len(),
             "the DSM region ({} MiB) is full: the application asked for {} more pages",
-            m.pages.len() * DSM_PAGE >> 20,
+            (m.pages.len() * DSM_PAGE) >> 20,
             pages
         );
         for i in 0..pages {

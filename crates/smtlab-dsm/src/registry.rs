@@ -11,17 +11,27 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Once};
 
-use crate::node::Node;
+/// What the handlers need of a rank (the node implements it; a trait, so
+/// this file does not use the node's).
+pub trait SignalTarget: Send + Sync {
+    /// Whether `addr` is in the rank's region.
+    fn owns(&self, addr: usize) -> bool;
+    /// Serve a fault at `addr`; `false` for an access the DSM does not
+    /// allow.
+    fn fault(&self, addr: usize) -> bool;
+    /// Serve what the I/O signal announced.
+    fn on_io_signal(&self);
+}
 
 thread_local! {
-    static CURRENT: RefCell<Option<Arc<Node>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Arc<dyn SignalTarget>>> = const { RefCell::new(None) };
 }
 
 static INSTALL: Once = Once::new();
 
 /// Route this thread's faults and I/O signals to `node` (installing the
 /// handlers the first time in the process).
-pub fn register(node: Arc<Node>) -> std::io::Result<()> {
+pub fn register(node: Arc<dyn SignalTarget>) -> std::io::Result<()> {
     let mut result = Ok(());
     INSTALL.call_once(|| {
         result = smtlab_sys::install_fault_handler(on_fault)
@@ -45,7 +55,7 @@ pub fn unregister() {
 /// The node computing on this thread, if any; `None` too while the
 /// thread itself is changing it (its I/O signal is blocked then, and it
 /// cannot fault there).
-fn current() -> Option<Arc<Node>> {
+fn current() -> Option<Arc<dyn SignalTarget>> {
     CURRENT
         .try_with(|c| c.try_borrow().ok().and_then(|n| n.clone()))
         .ok()

@@ -144,6 +144,9 @@ fn time_metric(point: &Point) -> Option<smtlab_workloads::TimeMetric> {
         Program::Builtin { workload, .. } => {
             smtlab_workloads::builtin(workload).map(|w| w.info().time_metric)
         }
-        Program::Command { .. } | Program::CoRun { .. } | Program::Server { .. } => None,
+        Program::Command { .. }
+        | Program::CoRun { .. }
+        | Program::Server { .. }
+        | Program::Ranks { .. } => None,
     }
 }

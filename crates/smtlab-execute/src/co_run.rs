@@ -158,6 +158,9 @@ fn run_part(
             Program::Server { .. } => {
                 return PartEnd::Failed(SampleStatus::Failed, "a server inside a co-run".into())
             }
+            Program::Ranks { .. } => {
+                return PartEnd::Failed(SampleStatus::Failed, "DSM ranks inside a co-run".into())
+            }
         };
         let s = match outcome {
             Outcome::Measured(s) => *s,

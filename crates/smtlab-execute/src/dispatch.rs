@@ -1,11 +1,13 @@
 //! One sample of a point, by the kind of its program: a built-in workload
-//! a user command, or programs co-running. Uses `builtin`, `command`, `context` and `outcome`.
+//! a user command, programs co-running, a server, or the ranks of a DSM
+//! application. Uses `builtin`, `command`, `co_run`, `server`,
+//! `chat_sample`, `dsm_sample`, `context` and `outcome`.
 
 use smtlab_types::{Point, Program};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
-use crate::{builtin, chat_sample, co_run, command, server};
+use crate::{builtin, chat_sample, co_run, command, dsm_sample, server};
 
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
@@ -17,5 +19,6 @@ pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) 
             server::measure(point, ctx, seq, warmup, chat_sample::run_inner)
         }
         Program::Server { .. } => server::run(point, ctx, seq, warmup),
+        Program::Ranks { .. } => dsm_sample::run(point, ctx, seq, warmup),
     }
 }

@@ -12,14 +12,18 @@
 //! * [`command`]: user commands (`--cmd`), one process per rank, started
 //!   together, pinned with `smtlab pin`'s preload library (thread model) or
 //!   confined to their CPUs (process model).
+//! * [`dsm_sample`]: the ranks of a DSM application (`-w sor --comm
+//!   thr2`), `smtlab __rank` processes on their nodes' CPUs, and the one
+//!   conversion of a DSM report into a sample (`smtlab rank` uses it too).
 //!
 //! Bottom-up, the other files: [`protocol`] (the messages), `context.rs`
 //! ([`SampleContext`]), `outcome.rs` ([`Outcome`]), `assemble.rs` (a
 //! built-in sample from its workers' reports), [`worker`], then
 //! [`builtin`] and [`command`]; [`pin`] is `smtlab pin` and the library
 //! `command` preloads; [`preload_check`] checks, in a child, that an
-//! allocator's library really loads. `dispatch.rs` sends a sample to `builtin` or
-//! `command` ([`run_sample`]); this root only declares and re-exports.
+//! allocator's library really loads. `dispatch.rs` sends a sample to the
+//! module of its program's kind ([`run_sample`]); this root only declares
+//! and re-exports.
 //!
 //! Every child started here dies with smtlab (PDEATHSIG) and is reaped
 //! before a sample returns, whatever happened to it.
@@ -31,6 +35,7 @@ mod co_run;
 pub mod command;
 mod context;
 mod dispatch;
+pub mod dsm_sample;
 mod outcome;
 pub mod pin;
 pub mod preload_check;

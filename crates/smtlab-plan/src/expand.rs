@@ -5,7 +5,7 @@
 
 use smtlab_topology::placement::{place, PlacementError};
 use smtlab_topology::Topology;
-use smtlab_types::{Metric, Mode, Model, Point, Program, RunSpec};
+use smtlab_types::{Comm, Metric, Mode, Model, Point, Program, RunSpec, Spawn};
 use smtlab_workloads::TimeMetric;
 
 /// Why a run specification cannot be planned on a machine; every message
@@ -59,6 +59,30 @@ pub enum PlanError {
          allocators"
     )]
     TooLarge { points: u128, workers: u128 },
+    /// `--comm` without a program that has ranks to notice requests.
+    #[error("--comm: only the DSM applications ({}) take a mechanism", smtlab_dsm_apps::APPS.join(", "))]
+    CommWithoutDsm,
+    /// A DSM application in a model other than processes.
+    #[error(
+        "--model {model}: the DSM applications ({}) run as processes, one per rank; use \
+         --model process",
+        smtlab_dsm_apps::APPS.join(", ")
+    )]
+    DsmModel { model: Model },
+    /// `--spawn fork` for DSM ranks, which are always exec'd.
+    #[error("--spawn fork: DSM ranks are started with exec, each its own program; drop --spawn")]
+    DsmSpawn,
+    /// `--work` or `--duration` for a DSM application, which solves one
+    /// problem per sample.
+    #[error(
+        "{flag}: a DSM application solves one problem per sample, its size set by --param \
+         (n=...); drop {flag}"
+    )]
+    DsmMode { flag: &'static str },
+    /// A DSM point's parameters or rank count, as `smtlab_dsm::check_params`
+    /// words it (naming the parameter).
+    #[error("{0}")]
+    DsmParams(String),
 }
 
 /// The most worker placements (the sum of N over the points) one run may
@@ -83,9 +107,10 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
             max: spec.max_samples,
         });
     }
-    check_size(spec)?;
+    let programs = with_ranks(spec)?;
+    check_size(spec, programs.len())?;
     let mut points = Vec::new();
-    for program in &spec.programs {
+    for program in &programs {
         let mode = mode_of(program, spec)?;
         let metric = metric_of(program, spec, mode);
         check_models(program, &spec.models)?;
@@ -107,6 +132,12 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
                         if n == 0 {
                             return Err(PlanError::ZeroWorkers);
                         }
+                        // A DSM point's N is its ranks, which its
+                        // parameters must fit (per_node=2: whole nodes).
+                        if let Program::Ranks { app, params, .. } = program {
+                            smtlab_dsm::check_params(app, params, n)
+                                .map_err(PlanError::DsmParams)?;
+                        }
                         let placed = place(topo, &placement.policy, n)?;
                         points.push(Point {
                             index: points.len(),
@@ -127,6 +158,44 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
         }
     }
     Ok(points)
+}
+
+/// The programs of `spec` with each DSM application (`-w sor`, ...) made
+/// into one [`Program::Ranks`] per mechanism of `--comm` (`sigio` when
+/// none is given): the mechanism is an axis of the plan, like the model.
+fn with_ranks(spec: &RunSpec) -> Result<Vec<Program>, PlanError> {
+    let is_dsm = |p: &Program| {
+        matches!(p, Program::Builtin { workload, .. }
+            if smtlab_dsm_apps::APPS.contains(&workload.as_str()))
+    };
+    // A specification may name ranks directly (`smtlab rank` records its
+    // one point so): they are planned as they are.
+    let has_ranks = |p: &Program| is_dsm(p) || matches!(p, Program::Ranks { .. });
+    if !spec.comms.is_empty() && !spec.programs.iter().any(has_ranks) {
+        return Err(PlanError::CommWithoutDsm);
+    }
+    let comms: &[Comm] = if spec.comms.is_empty() {
+        &[Comm::Sigio]
+    } else {
+        &spec.comms
+    };
+    let mut out = Vec::new();
+    for p in &spec.programs {
+        match p {
+            Program::Builtin { workload, params } if is_dsm(p) => {
+                out.extend(comms.iter().map(|&comm| Program::Ranks {
+                    app: workload.clone(),
+                    comm,
+                    params: params.clone(),
+                }))
+            }
+            _ => out.push(p.clone()),
+        }
+    }
+    if out.iter().any(|p| matches!(p, Program::Ranks { .. })) && spec.spawn == Spawn::Fork {
+        return Err(PlanError::DsmSpawn);
+    }
+    Ok(out)
 }
 
 /// The one architecture of a reference server, planned as `event`.
@@ -168,6 +237,12 @@ fn check_models(program: &Program, models: &[Model]) -> Result<(), PlanError> {
             Some(&model) => Err(PlanError::WebModel { model }),
             None => Ok(()),
         },
+        // Each rank is a process with its own copy of the shared region:
+        // that is what a software DSM is for.
+        Program::Ranks { .. } => match models.iter().find(|m| **m != Model::Process) {
+            Some(&model) => Err(PlanError::DsmModel { model }),
+            None => Ok(()),
+        },
         _ => match models.iter().find(|m| m.server_only()) {
             Some(&model) => Err(PlanError::ServerOnlyModel {
                 model,
@@ -180,7 +255,7 @@ fn check_models(program: &Program, models: &[Model]) -> Result<(), PlanError> {
 
 /// Refuse a sweep whose points would hold more than
 /// [`MAX_PLANNED_WORKERS`] CPU numbers, counted before any is allocated.
-fn check_size(spec: &RunSpec) -> Result<(), PlanError> {
+fn check_size(spec: &RunSpec, programs: usize) -> Result<(), PlanError> {
     let swept: u128 = spec.threads.iter().map(|&n| n as u128).sum();
     let per_placement: u128 = spec
         .models
@@ -198,8 +273,7 @@ fn check_size(spec: &RunSpec) -> Result<(), PlanError> {
             _ => spec.threads.len() as u128,
         })
         .sum();
-    let copies =
-        spec.programs.len() as u128 * spec.allocs.len() as u128 * spec.placements.len() as u128;
+    let copies = programs as u128 * spec.allocs.len() as u128 * spec.placements.len() as u128;
     let workers = per_placement * copies;
     if workers > MAX_PLANNED_WORKERS {
         return Err(PlanError::TooLarge {
@@ -220,6 +294,14 @@ fn mode_of(program: &Program, spec: &RunSpec) -> Result<Mode, PlanError> {
             }),
             Some(Mode::FixedWork { .. }) => Err(PlanError::ServerWork),
             Some(m) => Ok(m),
+        };
+    }
+    // One problem per sample; the metric is its parallel section's time.
+    if let Program::Ranks { .. } = program {
+        return match spec.mode {
+            None => Ok(Mode::FixedWork { work: 1 }),
+            Some(Mode::FixedWork { .. }) => Err(PlanError::DsmMode { flag: "--work" }),
+            Some(Mode::FixedTime { .. }) => Err(PlanError::DsmMode { flag: "--duration" }),
         };
     }
     let Program::Builtin { workload, .. } = program else {
@@ -303,7 +385,7 @@ pub fn program_metric(program: &Program, mode: Mode) -> Metric {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smtlab_types::{PolicySpec, Spawn};
+    use smtlab_types::PolicySpec;
 
     fn spec(threads: Vec<usize>, models: Vec<Model>) -> RunSpec {
         RunSpec {
@@ -311,6 +393,7 @@ mod tests {
                 workload: "spin".into(),
                 params: Default::default(),
             }],
+            comms: Vec::new(),
             models,
             placements: vec!["compact".parse::<PolicySpec>().unwrap()],
             threads,
@@ -461,5 +544,122 @@ mod tests {
             e.to_string().starts_with("--model thread2: only servers"),
             "{e}"
         );
+    }
+
+    fn dsm(app: &str, params: &[(&str, &str)], comms: Vec<Comm>, threads: Vec<usize>) -> RunSpec {
+        let mut s = spec(threads, vec![Model::Process]);
+        s.programs = vec![Program::Builtin {
+            workload: app.into(),
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }];
+        s.comms = comms;
+        s
+    }
+
+    #[test]
+    fn a_dsm_application_is_one_program_per_mechanism_with_n_ranks() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let points = expand(&topo, &dsm("sor", &[], Comm::ALL.to_vec(), vec![2, 4])).unwrap();
+        let labels: Vec<String> = points.iter().map(|p| p.program.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "sor sigio",
+                "sor sigio",
+                "sor thr1",
+                "sor thr1",
+                "sor thr2",
+                "sor thr2",
+                "sor thr3",
+                "sor thr3",
+                "sor poll",
+                "sor poll"
+            ]
+        );
+        for p in &points {
+            assert_eq!(p.model, Model::Process);
+            assert_eq!(p.mode, Mode::FixedWork { work: 1 });
+            assert_eq!(
+                (p.metric.name.as_str(), p.metric.unit.as_str()),
+                ("wall_time", "s")
+            );
+            assert!(!p.metric.higher_is_better);
+            // More ranks than CPUs share them, as threads would.
+            assert_eq!(p.cpus.as_ref().unwrap().len(), p.workers);
+            assert_eq!(p.oversubscription, p.workers as f64 / 2.0);
+        }
+        // Without --comm: sigio.
+        let points = expand(&topo, &dsm("lu", &[], vec![], vec![2])).unwrap();
+        assert_eq!(points.len(), 1);
+        assert_eq!(
+            points[0].program,
+            Program::Ranks {
+                app: "lu".into(),
+                comm: Comm::Sigio,
+                params: Default::default()
+            }
+        );
+        // Beside another workload, only the DSM application has ranks.
+        let mut s = dsm("tsp", &[], vec![Comm::Thr2, Comm::Poll], vec![2]);
+        s.programs.push(Program::Builtin {
+            workload: "spin".into(),
+            params: Default::default(),
+        });
+        let labels: Vec<String> = expand(&topo, &s)
+            .unwrap()
+            .iter()
+            .map(|p| p.program.label())
+            .collect();
+        assert_eq!(labels, ["tsp thr2", "tsp poll", "spin"]);
+    }
+
+    #[test]
+    fn dsm_mistakes_are_refused_naming_the_flag() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let mut s = spec(vec![2], vec![Model::Process]);
+        s.comms = vec![Comm::Thr2];
+        let e = expand(&topo, &s).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--comm: only the DSM applications (sor, lu, tsp) take a mechanism"
+        );
+        let mut s = dsm("sor", &[], vec![Comm::Thr2], vec![2]);
+        s.models = vec![Model::Process, Model::Thread];
+        let e = expand(&topo, &s).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "--model thread: the DSM applications (sor, lu, tsp) run as processes"
+            ),
+            "{e}"
+        );
+        let e = expand(&topo, &dsm("sor", &[], vec![], vec![1])).unwrap_err();
+        assert!(e.to_string().starts_with("--threads 1: "), "{e}");
+        let e = expand(&topo, &dsm("sor", &[("loss", "2")], vec![], vec![2])).unwrap_err();
+        assert!(e.to_string().starts_with("--param loss=2: "), "{e}");
+        let e = expand(&topo, &dsm("sor", &[("per_node", "3")], vec![], vec![2])).unwrap_err();
+        assert!(e.to_string().starts_with("--param per_node=3: "), "{e}");
+        let e = expand(&topo, &dsm("sor", &[("per_node", "2")], vec![], vec![2, 3])).unwrap_err();
+        assert!(e.to_string().starts_with("--threads 3: "), "{e}");
+        let mut s = dsm("sor", &[], vec![], vec![2]);
+        s.mode = Some(Mode::FixedWork { work: 3 });
+        assert_eq!(
+            expand(&topo, &s).unwrap_err(),
+            PlanError::DsmMode { flag: "--work" }
+        );
+        s.mode = None;
+        s.spawn = Spawn::Fork;
+        assert_eq!(expand(&topo, &s).unwrap_err(), PlanError::DsmSpawn);
+        for e in [
+            PlanError::DsmModel {
+                model: Model::Thread,
+            },
+            PlanError::DsmMode { flag: "--duration" },
+            PlanError::DsmSpawn,
+        ] {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
     }
 }

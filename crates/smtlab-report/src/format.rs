@@ -83,6 +83,13 @@ pub(crate) fn program_spec(p: &Program) -> String {
         }
         Program::Command { template } => template.clone(),
         Program::CoRun { .. } => p.label(),
+        Program::Ranks { app, comm, params } => {
+            let mut s = format!("{app} {comm}");
+            for (k, v) in params {
+                write!(s, " {k}={v}").ok();
+            }
+            s
+        }
     }
 }
 

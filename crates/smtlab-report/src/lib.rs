@@ -31,6 +31,7 @@
 mod chart_files;
 mod charts;
 mod chat_charts;
+mod comm_charts;
 mod draw;
 mod error;
 mod format;

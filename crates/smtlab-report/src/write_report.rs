@@ -9,8 +9,8 @@ use crate::error::ReportError;
 use crate::input::ReportInput;
 use crate::writer::{Rendered, Writer};
 use crate::{
-    chart_files, charts, chat_charts, pairs_charts, report_html, results_json, samples_csv,
-    summary_md,
+    chart_files, charts, chat_charts, comm_charts, pairs_charts, report_html, results_json,
+    samples_csv, summary_md,
 };
 
 /// What [`write_report`] wrote.
@@ -49,6 +49,11 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
         // A chat sweep is over connections, not N.
         None if chat_charts::applies(input.points) => {
             (chat_charts::specs(input.points), Vec::new())
+        }
+        // DSM ranks are drawn per application, a line per mechanism, and
+        // their time split; not a series per program label against N.
+        None if comm_charts::applies(input.points) => {
+            (comm_charts::specs(input.points), Vec::new())
         }
         None => charts::build(input),
     };

@@ -31,6 +31,13 @@ impl Store {
             ),
             // The parts are in `point_json`; the columns name the co-run.
             Program::CoRun { .. } => (None, None, None),
+            // DSM ranks store as their application (`sor`); the mechanism
+            // is in the program's label and in `point_json`.
+            Program::Ranks { app, params, .. } => (
+                Some(app.as_str()),
+                Some(self.to_json(params, "DSM parameters")?),
+                None,
+            ),
         };
         let (processes, threads) = p.model.shape(p.workers);
         let cpus_json = match &p.cpus {

@@ -244,6 +244,7 @@ mod tests {
     fn base() -> RunSpec {
         RunSpec {
             programs: Vec::new(),
+            comms: Vec::new(),
             models: Vec::new(),
             placements: Vec::new(),
             threads: Vec::new(),

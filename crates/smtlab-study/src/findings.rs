@@ -88,8 +88,9 @@ pub fn findings(
         StudyKind::Oversub => oversub(points, sh, seed, &mut f),
         StudyKind::Alloc => alloc(points, seed, &mut f),
         // The pair matrix and pairings need every sample, not the points'
-        // summaries: `report_run` adds them.
-        StudyKind::Pairs => {}
+        // summaries: `report_run` adds them; so does the communication
+        // study, which counts every sample that did not verify.
+        StudyKind::Pairs | StudyKind::Comm => {}
         StudyKind::Chat => {
             let mut w = crate::web_findings::WebFindings::default();
             crate::chat_findings::chat(points, seed, &mut w);

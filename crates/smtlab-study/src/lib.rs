@@ -9,6 +9,9 @@
 //! * [`web_plan`] and [`web_findings`]: the web study's plan (servers x
 //!   models x N x SMT siblings or cores, the load generator on CPUs of its
 //!   own) and its table and verdicts;
+//! * [`comm_plan`] and [`comm_findings`]: the software-DSM communication
+//!   study's plan (mechanisms x applications x ranks, one rank per CPU and
+//!   two ranks sharing a node) and its tables and verdicts;
 //! * [`report_run`]: load a stored run → analyse → findings → write the
 //!   report files.
 //!
@@ -18,6 +21,8 @@
 
 pub mod chat_findings;
 pub mod chat_plan;
+pub mod comm_findings;
+pub mod comm_plan;
 pub mod findings;
 pub mod pairs_matrix;
 pub mod pairs_plan;

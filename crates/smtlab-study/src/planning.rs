@@ -12,9 +12,11 @@ use smtlab_plan::{expand, PlanError};
 use smtlab_topology::placement::place;
 use smtlab_topology::Topology;
 use smtlab_types::{
-    MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind, StudyMeta,
+    Comm, MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind,
+    StudyMeta,
 };
 
+use crate::comm_plan::CommPlanError;
 use crate::pairs_plan::{plan_pairs, PairProgram, PairsPlanError, Share};
 pub use crate::shape::ladder;
 use crate::shape::{no_smt_sentence, shape, Shape};
@@ -44,6 +46,8 @@ pub struct StudyRequest {
     /// `--connections`: the chat study's sweep (default
     /// [`crate::chat_plan::CONNECTIONS`]).
     pub connections: Option<Vec<usize>>,
+    /// `--comm`: the communication study's mechanisms (default: all five).
+    pub comms: Option<Vec<Comm>>,
 }
 
 /// The pairs study's own flags.
@@ -71,6 +75,8 @@ pub enum StudyPlanError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Pairs(#[from] PairsPlanError),
+    #[error(transparent)]
+    Comm(#[from] CommPlanError),
 }
 
 /// The sampling flags as given; `None` takes the study's default
@@ -124,6 +130,21 @@ impl Sampling {
                 max_samples: 5,
                 precision: 0.05,
                 max_time_s: 60.0,
+            };
+        }
+        if kind == StudyKind::Comm {
+            // A sample starts N rank processes, solves one problem (a few
+            // tenths of a second at the study's sizes) and checks it
+            // against a sequential run, about 0.3 s in all: one warm-up
+            // (the binary and its pages cached), then 3 to 12 samples to a
+            // 3% interval (a sample varies by 5-15% here), at most 8 s a
+            // point, so 60 points take 4 to 8 minutes on two CPUs.
+            return Sampling {
+                warmup: 1,
+                min_samples: 3,
+                max_samples: 12,
+                precision: 0.03,
+                max_time_s: 8.0,
             };
         }
         if kind == StudyKind::Pairs {
@@ -261,6 +282,9 @@ pub fn plan(
     if kind == StudyKind::Chat {
         return plan_chat_study(topo, req);
     }
+    if kind == StudyKind::Comm {
+        return plan_comm_study(topo, req);
+    }
     let sh = shape(topo);
     let programs = if req.programs.is_empty() {
         default_programs(kind)
@@ -321,8 +345,10 @@ pub fn plan(
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
-        StudyKind::Pairs | StudyKind::Web | StudyKind::Chat => {
-            unreachable!("the pairs, web and chat studies are planned by their own functions")
+        StudyKind::Pairs | StudyKind::Web | StudyKind::Chat | StudyKind::Comm => {
+            unreachable!(
+                "the pairs, web, chat and comm studies are planned by their own functions"
+            )
         }
     };
     let mut mode = req.mode;
@@ -369,6 +395,7 @@ pub fn plan(
     let sampling = Sampling::resolve(kind, &req.sampling);
     let mut spec = RunSpec {
         programs,
+        comms: Vec::new(),
         models: req.models.unwrap_or(models),
         placements: placements
             .iter()
@@ -420,6 +447,7 @@ fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Study
     let sampling = Sampling::resolve(StudyKind::Web, &req.sampling);
     let base = RunSpec {
         programs: req.programs.clone(),
+        comms: Vec::new(),
         models: Vec::new(),
         placements: Vec::new(),
         threads: Vec::new(),
@@ -459,6 +487,7 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
     let sampling = Sampling::resolve(StudyKind::Chat, &req.sampling);
     let base = RunSpec {
         programs: Vec::new(),
+        comms: Vec::new(),
         models: Vec::new(),
         placements: Vec::new(),
         threads: Vec::new(),
@@ -500,6 +529,64 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
     })
 }
 
+/// The communication study's plan: the sampling and the rest of the
+/// specification as every study has them; applications, mechanisms, rank
+/// counts and layouts from [`comm_plan`](crate::comm_plan).
+fn plan_comm_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let allocators = req.allocators.clone().unwrap_or_else(|| {
+        vec![Allocator {
+            name: "glibc".to_string(),
+            preload: None,
+        }]
+    });
+    let sampling = Sampling::resolve(StudyKind::Comm, &req.sampling);
+    let base = RunSpec {
+        programs: Vec::new(),
+        comms: Vec::new(),
+        models: Vec::new(),
+        placements: Vec::new(),
+        threads: Vec::new(),
+        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
+        spawn: Spawn::Exec,
+        mode: req.mode,
+        metric: None,
+        warmup: sampling.warmup,
+        min_samples: sampling.min_samples,
+        max_samples: sampling.max_samples,
+        precision: sampling.precision,
+        max_time_s: sampling.max_time_s,
+        timeout_s: req.sampling.timeout_s,
+        seed: req.seed,
+        counters: req.counters,
+        study: None,
+    };
+    // The applications named with -w, and the user's --param (the same on
+    // each of them); none: the study's three with its own sizes.
+    let mut apps = Vec::new();
+    let mut given = BTreeMap::new();
+    for p in &req.programs {
+        match p {
+            Program::Builtin { workload, params } => {
+                apps.push(workload.clone());
+                given = params.clone();
+            }
+            other => return Err(CommPlanError::NotAnApp(other.label()).into()),
+        }
+    }
+    let ask = crate::comm_plan::CommAsk {
+        apps: (!apps.is_empty()).then_some(apps),
+        comms: req.comms,
+        threads: req.threads,
+        given,
+    };
+    let (spec, points) = crate::comm_plan::plan_comm(topo, base, ask)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
 /// The pairs study's plan: its programs (each with its mode: the one asked
 /// for, else the workload's own), the co-run waves, and a run
 /// specification holding them for `report` and `--resume`.
@@ -511,6 +598,7 @@ fn plan_pairs_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stu
     };
     let mut spec = RunSpec {
         programs: programs.clone(),
+        comms: Vec::new(),
         models: vec![Model::Thread],
         placements: vec!["compact"
             .parse()

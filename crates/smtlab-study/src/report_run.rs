@@ -14,6 +14,7 @@ use smtlab_store::{Store, StoreError};
 use smtlab_topology::Topology;
 use smtlab_types::{RunRecord, RunSpec, RunStatus, StudyKind, Table};
 
+use crate::comm_findings::comm;
 use crate::findings::{findings, Findings};
 use crate::pairs_matrix::{measured_matrix, MeasuredMatrix};
 use smtlab_analyse::pairs::{self, Matrix, MatrixError, PairsAnalysis};
@@ -195,6 +196,7 @@ pub fn report_run(
     };
     let findings = match (&meta, &pairs) {
         (Some(_), Some(p)) => p.findings.clone(),
+        (Some(m), None) if m.kind == StudyKind::Comm => comm(&data, run.seed),
         (Some(m), None) => findings(m, &data.points, &analysis, &topo, run.seed),
         (None, _) => Findings {
             verdicts: analysis

@@ -58,9 +58,14 @@ enum Command {
     Runs(commands::runs::RunsArgs),
     /// Show one stored run: how it was made, the machine, the results
     Show(commands::show::ShowArgs),
+    /// One rank of a DSM run under a launcher (mpirun, srun); rank 0 stores the run
+    Rank(Box<commands::rank::RankArgs>),
     /// A worker process of a built-in workload (internal)
     #[command(name = "__worker", hide = true)]
     Worker,
+    /// One rank of a DSM point smtlab started itself (internal)
+    #[command(name = "__rank", hide = true)]
+    RankWorker(Box<commands::rank_worker::RankWorkerArgs>),
     /// Wait for smtlab's go, then exec a program (internal)
     #[command(name = "__gate", hide = true)]
     Gate {
@@ -102,7 +107,9 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
         Command::Show(a) => commands::show::run(a),
+        Command::Rank(a) => commands::rank::run(*a),
         Command::Worker => commands::worker::run(),
+        Command::RankWorker(a) => commands::rank_worker::run(*a),
         Command::Gate { program } => commands::gate::run(program),
         Command::Loaded { library } => Ok(smtlab_execute::preload_check::loaded_main(&library)),
         Command::Doctor(a) => commands::doctor::run(a),

@@ -10,8 +10,10 @@
 //! names, and workload parameters (`--param`) against the workload.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::str::FromStr;
 
+use smtlab_dsm_apps::APPS;
 use smtlab_execute::servers::SERVERS;
 use smtlab_plan::allocator::Allocator;
 use smtlab_topology::Topology;
@@ -35,17 +37,40 @@ fn bad(message: String) -> BadValue {
     BadValue(message)
 }
 
-/// `-w NAME`: a built-in workload.
+/// `-w NAME`: a built-in workload, a server or a DSM application.
 pub fn workload(text: &str) -> Result<String, BadValue> {
     let w = text.trim();
-    if workload::builtin(w).is_some() || SERVERS.contains(&w) {
+    if workload::builtin(w).is_some() || SERVERS.contains(&w) || APPS.contains(&w) {
         return Ok(w.to_string());
     }
     Err(bad(format!(
-        "--workload {w}: no such workload; built in: {}; servers: {}",
+        "--workload {w}: no such workload; built in: {}; servers: {}; DSM applications: {}",
         workload::builtin_names().join(", "),
-        SERVERS.join(", ")
+        SERVERS.join(", "),
+        APPS.join(", ")
     )))
+}
+
+/// `smtlab rank -w APP`: a DSM application.
+pub fn dsm_app(text: &str) -> Result<String, BadValue> {
+    let w = text.trim();
+    if APPS.contains(&w) {
+        return Ok(w.to_string());
+    }
+    Err(bad(format!(
+        "--workload {w}: not a DSM application; expected one of {}",
+        APPS.join(", ")
+    )))
+}
+
+/// `--bind IP`: the address a rank's UDP socket binds and tells the
+/// others.
+pub fn bind_ip(text: &str) -> Result<IpAddr, BadValue> {
+    text.trim().parse().map_err(|_| {
+        bad(format!(
+            "--bind {text}: expected an IP address of this host, such as 127.0.0.1 or 10.0.0.5"
+        ))
+    })
 }
 
 /// `--client-cpus LIST`: a non-empty CPU list, kept in its canonical form.

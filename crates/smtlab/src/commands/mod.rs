@@ -13,6 +13,8 @@ pub mod pairs;
 pub mod pin;
 pub mod place;
 pub mod program_args;
+pub mod rank;
+pub mod rank_worker;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -96,6 +96,14 @@ impl ProgramArgs {
                 .workload
                 .iter()
                 .map(|w| {
+                    // A DSM application's parameters depend on its rank
+                    // count: `plan::expand` checks them with each N.
+                    if smtlab_dsm_apps::APPS.contains(&w.as_str()) {
+                        return Ok(Program::Builtin {
+                            workload: w.clone(),
+                            params: params.clone(),
+                        });
+                    }
                     if SERVERS.contains(&w.as_str()) {
                         let mut params = params.clone();
                         if let Some(c) = &self.client_cpus {

@@ -14,7 +14,7 @@ use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
 use smtlab_plan::allocator::{Allocator, Preloads};
 use smtlab_store::{collect_host_facts, NewRun, RunStatus, Store};
-use smtlab_types::{Mode, Model, Point, Program, RunSpec, SampleStatus, Spawn};
+use smtlab_types::{Comm, Mode, Model, Point, Program, RunSpec, SampleStatus, Spawn};
 
 use super::program_args::ProgramArgs;
 use super::results;
@@ -29,6 +29,7 @@ use crate::output;
   smtlab run --cmd 'stress-ng --cpu {threads} -t 2' --model thread --threads 1,2
   smtlab run --cmd './bench -j {threads}' --metric 'rate=([0-9.]+) ops/s' --metric-unit ops/s
   smtlab run -w web,nginx --model process,thread,event,staged --threads 1 --client-cpus 1
+  smtlab run -w sor --comm sigio,thr1,thr2,thr3,poll -n 2,4 --param per_node=2
   smtlab run --resume 3
 
 Servers (-w web: smtlab's, in the models process, thread, event, staged; -w nginx: Debian's, \
@@ -37,21 +38,40 @@ as event) run on the placement's CPUs and are driven by smtlab's load generator 
 requests/s. Parameters: files=SIZE (default 51MB), connections=C (default 2 per worker), \
 keepalive=0|1 (default 0, a connection per request as SPECweb96), url=PATH (one file instead \
 of the SPECweb96 mix), helpers=K (event's helper threads). Per request, the server's CPU µs \
-(user, sys) and context switches are stored with each sample.")]
+(user, sys) and context switches are stored with each sample.
+
+DSM applications (-w sor, lu, tsp) run as N processes (ranks) sharing memory through a software \
+DSM over UDP on this machine, one point per --comm mechanism; the metric is the wall time of \
+the parallel section, and a result that does not match the sequential run fails the sample. \
+Parameters: the application's sizes (sor: n, iterations; lu: n, block, seed; tsp: \
+cities, seed, depth; an unknown one is refused naming the valid ones), loss=P (injected datagram loss), \
+per_node=1|2 (two ranks share a node's two CPUs). On a cluster, start the ranks with a \
+launcher instead: mpirun -np 4 smtlab rank -w sor --comm thr2.")]
 pub struct RunArgs {
     #[command(flatten)]
     pub program: ProgramArgs,
     /// Execution models, comma-separated: thread, process, hybrid:PxT (P
     /// processes of T threads: its N is P x T, --threads does not apply);
-    /// servers also event and staged (nginx: event only)
+    /// servers also event and staged (nginx: event only) [default: thread;
+    /// process when every workload is a DSM application]
     #[arg(
         long,
         value_name = "MODELS",
-        default_value = "thread",
         value_delimiter = ',',
         value_parser = flags::parsed::<Model>
     )]
-    pub model: Vec<Model>,
+    pub model: Option<Vec<Model>>,
+    /// DSM applications (-w sor, lu, tsp): how each rank notices the
+    /// others' requests, comma-separated: sigio, thr1, thr2, thr3, poll
+    /// (one point each; default sigio). N (--threads) is the number of
+    /// ranks, each a process
+    #[arg(
+        long,
+        value_name = "MECHANISMS",
+        value_delimiter = ',',
+        value_parser = flags::parsed::<Comm>
+    )]
+    pub comm: Vec<Comm>,
     /// Placements: compact, scatter, core, smt:K, none, comma-separated; or
     /// one CPU expression per flag (repeatable, e.g. --placement 0,1)
     #[arg(
@@ -145,7 +165,7 @@ pub struct RunArgs {
         long,
         value_name = "RUN",
         conflicts_with_all = [
-            "workload", "params", "cmd", "metric", "metric_unit", "metric_better", "model",
+            "workload", "params", "cmd", "metric", "metric_unit", "metric_better", "model", "comm",
             "placement", "threads", "alloc", "spawn", "duration", "work", "warmup",
             "min_samples", "max_samples", "precision", "max_time", "timeout", "seed",
             "no_counters", "fsroot", "synthetic",
@@ -169,9 +189,22 @@ fn spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
             "--alloc needs --spawn exec: a forked worker keeps the parent's allocator (LD_PRELOAD acts at exec)",
         ));
     }
+    // DSM ranks are processes and nothing else: `-w sor` alone needs no
+    // --model.
+    let all_dsm = !a.program.workload.is_empty()
+        && a.program
+            .workload
+            .iter()
+            .all(|w| smtlab_dsm_apps::APPS.contains(&w.as_str()));
+    let models = match &a.model {
+        Some(m) => m.clone(),
+        None if all_dsm => vec![Model::Process],
+        None => vec![Model::Thread],
+    };
     Ok(RunSpec {
         programs,
-        models: a.model.clone(),
+        comms: a.comm.clone(),
+        models,
         placements: a.placement.iter().flat_map(|p| p.0.clone()).collect(),
         threads: a.threads.0.clone(),
         allocs: a.alloc.iter().map(|al| al.name.clone()).collect(),

@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use smtlab_plan::allocator::{Allocator, Preloads};
 use smtlab_store::RunStatus;
+use smtlab_study::comm_plan::COMM_APPS;
 use smtlab_study::pairs_plan::{describe_wave, Share};
 use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
 use smtlab_study::{
     self as study, PairsRequest, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest,
 };
-use smtlab_types::{Model, Point, RunSpec};
+use smtlab_types::{Comm, Model, Point, RunSpec};
 
 use super::program_args::ProgramArgs;
 use super::report;
@@ -111,6 +112,15 @@ pub struct StudyArgs {
     /// [default: 20,200,1000,2000,5000,10000]
     #[arg(long, value_name = "LIST", value_parser = flags::parsed::<ConnectionCounts>)]
     pub connections: Option<ConnectionCounts>,
+    /// comm: the communication mechanisms to compare, comma-separated:
+    /// sigio, thr1, thr2, thr3, poll [default: all five]
+    #[arg(
+        long,
+        value_name = "MECHANISMS",
+        value_delimiter = ',',
+        value_parser = flags::parsed::<Comm>
+    )]
+    pub comm: Option<Vec<Comm>>,
     #[command(flatten)]
     pub source: TopologySource,
 }
@@ -183,6 +193,8 @@ fn after_help() -> String {
   smtlab study oversub -w parfib
   smtlab study pinning --synthetic 'core:8 pu:8' --dry-run
   smtlab study pairs -w parfib,stream,latency,mandel --cmd 'gz=gzip -9 < big.tar > /dev/null'
+  smtlab study comm -w lu --comm sigio,thr2 --threads 2,4
+  smtlab study comm --synthetic 'package:8 core:2' --dry-run   (the paper's 8 dual-processor nodes)
   smtlab study smt --fsroot DUMP --dry-run   (DUMP: an extracted hwloc sysfs dump)",
     );
     s
@@ -218,6 +230,14 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             "--connections applies to `study chat`, not `study {kind}`"
         )));
     }
+    if kind != StudyKind::Comm && a.comm.is_some() {
+        return Err(usage(format!(
+            "--comm applies to `study comm`, not `study {kind}` (or to `smtlab run -w sor,lu,tsp`)"
+        )));
+    }
+    if kind == StudyKind::Comm {
+        check_comm_flags(&a)?;
+    }
     if kind == StudyKind::Chat && (!a.program.workload.is_empty() || !a.program.cmd.is_empty()) {
         return Err(usage(
             "-w/--cmd: `study chat` measures smtlab's chat server and ngircd; use `smtlab run -w \
@@ -243,6 +263,21 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         }
         let given = ProgramArgs {
             workload: vec!["chat".to_string()],
+            ..a.program.clone()
+        };
+        let (programs, metric) = given.programs(false)?;
+        (programs, metric, PairsRequest::default())
+    } else if kind == StudyKind::Comm {
+        // The applications named with -w (default: all three), each with
+        // the user's --param; the study gives each parameter to the
+        // applications that take it, and sets the layout (per_node) itself.
+        let apps = if a.program.workload.is_empty() {
+            COMM_APPS.map(String::from).to_vec()
+        } else {
+            a.program.workload.clone()
+        };
+        let given = ProgramArgs {
+            workload: apps,
             ..a.program.clone()
         };
         let (programs, metric) = given.programs(false)?;
@@ -295,6 +330,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         seed: run::seed_or_clock(a.seed),
         counters: !a.no_counters,
         connections: a.connections.as_ref().map(|c| c.0.clone()),
+        comms: a.comm.clone(),
     };
     let StudyPlan {
         spec,
@@ -344,6 +380,53 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         .map(|p| p.summary.clone())
         .collect();
     Ok(crate::exit::of_results(run_id, &summaries))
+}
+
+/// The flags `study comm` does not take, refused in one line naming them:
+/// its programs are the DSM applications, its ranks processes, and a DSM
+/// rank runs with the system's allocator.
+fn check_comm_flags(a: &StudyArgs) -> anyhow::Result<()> {
+    if !a.program.cmd.is_empty() {
+        return Err(usage(
+            "--cmd: `study comm` measures the DSM applications sor, lu and tsp (-w chooses among \
+             them)",
+        ));
+    }
+    if let Some(w) = a
+        .program
+        .workload
+        .iter()
+        .find(|w| !COMM_APPS.contains(&w.as_str()))
+    {
+        return Err(usage(format!(
+            "-w {w}: `study comm` measures the DSM applications sor, lu and tsp"
+        )));
+    }
+    let mut refused = Vec::new();
+    if a.model.is_some() {
+        refused.push("--model (ranks are processes)");
+    }
+    if a.alloc.is_some() {
+        refused.push("--alloc");
+    }
+    if a.program.client_cpus.is_some() {
+        refused.push("--client-cpus");
+    }
+    if a.program.metric.is_some() {
+        refused.push("--metric (the metric is the parallel section's wall time)");
+    }
+    if a.duration.is_some() || a.work.is_some() {
+        refused.push("--duration/--work (one problem per sample, sized by --param)");
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "{}: not for `study comm`, which chooses mechanisms with --comm, ranks with \
+             --threads and sizes with --param",
+            refused.join(", ")
+        )))
+    }
 }
 
 /// The pairs study's plan: each wave's co-runs on their PUs, and how long

@@ -1,0 +1,592 @@
+//! One sample of a DSM point (`Program::Ranks`, `-w sor --comm thr2`):
+//! start N `smtlab __rank` processes on this machine, each pinned before
+//! its exec to its node's CPUs, meeting in a fresh rendezvous directory;
+//! read rank 0's report (one JSON line) and make it a [`Sample`].
+//!
+//! A rank that fails would leave the others waiting for it forever (in
+//! the rendezvous, a barrier, a page it was to serve), so the first rank
+//! to exit other than cleanly gets the rest killed; so do `--timeout` and
+//! Ctrl-C. Every rank has PDEATHSIG and is reaped before this returns.
+//!
+//! [`dsm_sample`] is the one place a [`RunReport`] becomes a sample: this
+//! module's launch and `smtlab rank` (ranks started by `mpirun`/`srun`)
+//! both use it. Uses `context` and `outcome`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
+use smtlab_dsm::{DsmParams, RunReport};
+use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_types::{CpuSet, Point, Program, ResourceUsage, Sample, SampleStatus, WorkerSample};
+
+use crate::context::SampleContext;
+use crate::outcome::Outcome;
+
+/// How often the wait for the ranks looks at Ctrl-C and the deadline.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long a rank waits at the rendezvous for the others: they start
+/// together on this machine, so this only bounds a rank that died before
+/// publishing its address unnoticed.
+const MEET_TIMEOUT_S: u64 = 60;
+
+/// The stderr a rank's failure quotes, at most (its last line is kept).
+const KEEP_STDERR: usize = 4096;
+
+/// Run one sample of a DSM point.
+pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    let Program::Ranks { app, comm, params } = &point.program else {
+        unreachable!("dsm_sample::run is only called for DSM points");
+    };
+    let started_at = sys::unix_now_s();
+    let failed = |status: SampleStatus, reason: String| {
+        Outcome::Measured(Box::new(failed_sample(
+            seq,
+            warmup,
+            started_at,
+            status,
+            reason,
+            ResourceUsage::default(),
+        )))
+    };
+    // Fresh per sample, removed when it ends: no address of an earlier
+    // sample can be taken for a rank of this one.
+    let dir = match tempfile::Builder::new()
+        .prefix("smtlab-rendezvous-")
+        .tempdir()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            return failed(
+                SampleStatus::Failed,
+                format!("creating the rendezvous directory: {e}"),
+            )
+        }
+    };
+    let ranks = point.workers;
+    // Each sample its own loss pattern, the same again in a rerun.
+    let seed = ((point.index as u64) << 32) ^ seq as u64;
+    let mut children: Vec<Rank> = Vec::with_capacity(ranks);
+    for rank in 0..ranks {
+        let mut cmd = Command::new(&ctx.exe);
+        cmd.arg("__rank")
+            .args(["--app", app, "--comm", comm.as_str()])
+            .args(["--rank", &rank.to_string(), "--ranks", &ranks.to_string()])
+            .arg("--rendezvous")
+            .arg(format!("dir:{}", dir.path().display()))
+            .args(["--bind", "127.0.0.1", "--seed", &seed.to_string()])
+            .args(["--meet-timeout", &format!("{MEET_TIMEOUT_S}s")])
+            .stdin(Stdio::null())
+            // Only rank 0 reports; the others' stdout goes nowhere.
+            .stdout(if rank == 0 {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(Stdio::piped());
+        for (k, v) in params {
+            cmd.arg("--param").arg(format!("{k}={v}"));
+        }
+        if let Some(p) = ctx.preload_for(point) {
+            cmd.env("LD_PRELOAD", &p.library);
+            cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
+        }
+        let cpus: Option<CpuSet> = rank_cpus(point, rank).map(|c| c.into_iter().collect());
+        let spawned = sys::configure_child(&mut cmd, cpus.as_ref()).and_then(|_| cmd.spawn());
+        match spawned {
+            Ok(mut child) => {
+                let stdout = child.stdout.take();
+                let stderr = child.stderr.take().expect("piped");
+                // Reaped by pid with wait4 below; dropping the handle
+                // neither waits nor kills.
+                children.push(Rank {
+                    pid: child.id() as i32,
+                    stdout,
+                    stderr: Some(stderr),
+                });
+            }
+            Err(e) => {
+                kill_and_reap(&children, &[]);
+                return failed(SampleStatus::Failed, format!("starting rank {rank}: {e}"));
+            }
+        }
+    }
+
+    // Readers: rank 0's whole stdout (one line), every rank's stderr tail.
+    // Threads are made with `Builder`: at the process limit (which counts
+    // threads) the sample fails with the reason instead of a panic.
+    let mut thread_failure: Option<String> = None;
+    let report_reader = children[0].stdout.take().and_then(|out| {
+        std::thread::Builder::new()
+            .name("rank-0-out".into())
+            .spawn(move || tail(out, usize::MAX))
+            .map_err(|e| {
+                thread_failure = Some(format!("cannot start a thread to read rank 0: {e}"))
+            })
+            .ok()
+    });
+    let mut stderr_tails = Vec::with_capacity(ranks);
+    for (rank, c) in children.iter_mut().enumerate() {
+        let err = c.stderr.take().expect("taken once");
+        match std::thread::Builder::new()
+            .name(format!("rank-{rank}-err"))
+            .spawn(move || tail(err, KEEP_STDERR))
+        {
+            Ok(h) => stderr_tails.push(Some(h)),
+            Err(e) => {
+                stderr_tails.push(None);
+                thread_failure
+                    .get_or_insert(format!("cannot start a thread to read rank {rank}: {e}"));
+            }
+        }
+    }
+    // Waiters: each says when its rank has exited, leaving it a zombie so
+    // its pid cannot be reused before it is killed or reaped here.
+    let (tx, rx) = mpsc::channel::<usize>();
+    for (rank, c) in children.iter().enumerate() {
+        if thread_failure.is_some() {
+            break;
+        }
+        let (tx, pid) = (tx.clone(), c.pid);
+        let waiter = std::thread::Builder::new()
+            .name(format!("rank-{rank}-wait"))
+            .spawn(move || {
+                let _ = sys::wait_exited_keep_zombie(pid);
+                let _ = tx.send(rank);
+            });
+        if let Err(e) = waiter {
+            thread_failure = Some(format!(
+                "cannot start a thread to wait for rank {rank}: {e}"
+            ));
+        }
+    }
+    drop(tx);
+    if let Some(reason) = thread_failure {
+        // The waiters started block until their ranks end: killed now.
+        kill_and_reap(&children, &[]);
+        return failed(SampleStatus::Failed, reason);
+    }
+
+    // Wait for every rank; the first that fails, the deadline or Ctrl-C
+    // ends the others.
+    let deadline = ctx.timeout.map(|t| Instant::now() + t);
+    let mut ends: Vec<Option<(ChildEnd, ResourceUsage)>> = vec![None; ranks];
+    let mut first_failure: Option<usize> = None;
+    let mut timed_out = false;
+    let mut interrupted = false;
+    let mut killed = false;
+    let mut left = ranks;
+    while left > 0 {
+        if !killed {
+            if ctx.stop.load(Ordering::SeqCst) {
+                interrupted = true;
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                timed_out = true;
+            }
+            if interrupted || timed_out || first_failure.is_some() {
+                kill_running(&children, &ends);
+                killed = true;
+            }
+        }
+        match rx.recv_timeout(POLL) {
+            Ok(rank) => {
+                let end = match sys::wait4(children[rank].pid) {
+                    Ok((end, ru)) => (end, usage_from_wait4(&ru)),
+                    // Cannot happen for our own child; counted as a crash.
+                    Err(_) => (ChildEnd::Signaled(0), ResourceUsage::default()),
+                };
+                if end.0 != ChildEnd::Exited(0) && first_failure.is_none() && !killed {
+                    first_failure = Some(rank);
+                }
+                ends[rank] = Some(end);
+                left -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // Every waiter has sent (or the channel closed): reap any left.
+    for (c, e) in children.iter().zip(&ends) {
+        if e.is_none() {
+            let _ = sys::wait4(c.pid);
+        }
+    }
+    drop(dir);
+    if interrupted {
+        return Outcome::Interrupted;
+    }
+    let stderr: Vec<String> = stderr_tails
+        .into_iter()
+        .map(|t| t.and_then(|h| h.join().ok()).unwrap_or_default())
+        .collect();
+    let report_text = report_reader
+        .and_then(|h| h.join().ok())
+        .unwrap_or_default();
+    let usage = sum_usage(
+        &ends
+            .iter()
+            .map(|e| e.as_ref().map(|(_, u)| u.clone()).unwrap_or_default())
+            .collect::<Vec<_>>(),
+    );
+    let fail = |status, reason| {
+        Outcome::Measured(Box::new(failed_sample(
+            seq,
+            warmup,
+            started_at,
+            status,
+            reason,
+            usage.clone(),
+        )))
+    };
+    if timed_out {
+        let t = ctx
+            .timeout
+            .expect("a deadline means a timeout")
+            .as_secs_f64();
+        return fail(
+            SampleStatus::Timeout,
+            format!("the ranks did not finish within --timeout {t} s; killed"),
+        );
+    }
+    if let Some(rank) = first_failure {
+        let said = last_line(&stderr[rank]);
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        };
+        let pid = children[rank].pid;
+        return match ends[rank].as_ref().map(|(e, _)| *e) {
+            Some(ChildEnd::Signaled(sig)) => fail(
+                SampleStatus::Crashed,
+                format!(
+                    "rank {rank} (pid {pid}) killed by signal {}{said}",
+                    sys::signal_name(sig)
+                ),
+            ),
+            Some(ChildEnd::Exited(code)) => fail(
+                SampleStatus::Failed,
+                format!("rank {rank} (pid {pid}) exited with status {code}{said}"),
+            ),
+            None => fail(SampleStatus::Failed, format!("rank {rank} was lost{said}")),
+        };
+    }
+    let line = report_text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    match serde_json::from_str::<RunReport>(line) {
+        Ok(report) => Outcome::Measured(Box::new(dsm_sample(
+            point, seq, warmup, started_at, &report, usage,
+        ))),
+        Err(e) => fail(
+            SampleStatus::Failed,
+            format!(
+                "rank 0 printed no report ({e}){}",
+                match last_line(&stderr[0]) {
+                    "" => String::new(),
+                    s => format!(": {s}"),
+                }
+            ),
+        ),
+    }
+}
+
+/// The CPUs rank `rank` of `point` is pinned to: with one rank per node,
+/// its own (`cpus[rank]`); with two (`per_node=2`), ranks 2k and 2k+1
+/// share node k's two CPUs, as the paper's dual-processor nodes did;
+/// `None` when the point is not pinned.
+pub fn rank_cpus(point: &Point, rank: usize) -> Option<Vec<u32>> {
+    let cpus = point.cpus.as_ref()?;
+    let per_node = match &point.program {
+        Program::Ranks { params, .. } => DsmParams::parse(params).map_or(1, |p| p.per_node),
+        _ => 1,
+    };
+    let node = rank / per_node;
+    cpus.get(node * per_node..(node + 1) * per_node)
+        .map(<[u32]>::to_vec)
+}
+
+/// The sample of a DSM point from its gathered report: the one place a
+/// [`RunReport`] becomes a [`Sample`], for smtlab's own launch and for
+/// ranks a launcher started (`smtlab rank`). Verified is `ok` with the
+/// parallel section's wall time as the metric; else a wrong result, with
+/// the report's reason. `usage` is what is known of the ranks' processes.
+pub fn dsm_sample(
+    point: &Point,
+    seq: usize,
+    warmup: bool,
+    started_at: f64,
+    report: &RunReport,
+    usage: ResourceUsage,
+) -> Sample {
+    let workers: Vec<WorkerSample> = report
+        .per_rank
+        .iter()
+        .map(|r| WorkerSample {
+            worker: r.rank,
+            rank: r.rank,
+            thread: 0,
+            pid: r.pid,
+            tid: None,
+            // A rank pinned to its node's two CPUs has no one CPU.
+            cpu: rank_cpus(point, r.rank).and_then(|c| match c[..] {
+                [one] => Some(one),
+                _ => None,
+            }),
+            last_cpu: None,
+            ops: r.work,
+            start_s: r.start_s,
+            end_s: r.end_s,
+            counters: Vec::new(),
+        })
+        .collect();
+    let mut extras: BTreeMap<String, f64> = report.extras();
+    // Equal inputs give equal checksums: what a launcher's run and a
+    // local run of the same problem are compared by.
+    if report.checksum.is_finite() {
+        extras.insert("checksum".into(), report.checksum);
+    }
+    extras.retain(|_, v| v.is_finite());
+    let (status, reason, metric) = if report.per_rank.len() != point.workers {
+        (
+            SampleStatus::Failed,
+            Some(format!(
+                "{} of {} ranks reported",
+                report.per_rank.len(),
+                point.workers
+            )),
+            None,
+        )
+    } else if !report.verified {
+        (
+            SampleStatus::WrongResult,
+            Some(report.verify_detail.clone()),
+            None,
+        )
+    } else if report.wall_s.is_finite() && report.wall_s > 0.0 {
+        (SampleStatus::Ok, None, Some(report.wall_s))
+    } else {
+        // A success must carry a value.
+        (
+            SampleStatus::Failed,
+            Some(format!(
+                "the parallel section's wall time is {} s",
+                report.wall_s
+            )),
+            None,
+        )
+    };
+    Sample {
+        seq,
+        warmup,
+        status,
+        reason,
+        started_at,
+        wall_s: report.wall_s,
+        ops: Some(report.work),
+        metric,
+        usage,
+        counters: Vec::new(),
+        workers,
+        extras,
+    }
+}
+
+/// A sample without a report: the ranks failed, crashed or timed out.
+fn failed_sample(
+    seq: usize,
+    warmup: bool,
+    started_at: f64,
+    status: SampleStatus,
+    reason: String,
+    usage: ResourceUsage,
+) -> Sample {
+    Sample {
+        seq,
+        warmup,
+        status,
+        reason: Some(reason),
+        started_at,
+        wall_s: 0.0,
+        ops: None,
+        metric: None,
+        usage,
+        counters: Vec::new(),
+        workers: Vec::new(),
+        extras: BTreeMap::new(),
+    }
+}
+
+/// A started rank: its pid, and its pipes until their readers take them.
+struct Rank {
+    pid: i32,
+    stdout: Option<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
+}
+
+/// Kill the ranks that have not ended yet.
+fn kill_running(children: &[Rank], ends: &[Option<(ChildEnd, ResourceUsage)>]) {
+    for (i, c) in children.iter().enumerate() {
+        if ends.get(i).is_none_or(Option::is_none) {
+            sys::kill(c.pid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Kill and reap every rank (a launch that failed half way).
+fn kill_and_reap(children: &[Rank], ends: &[Option<(ChildEnd, ResourceUsage)>]) {
+    kill_running(children, ends);
+    for c in children {
+        let _ = sys::wait4(c.pid);
+    }
+}
+
+/// The last `keep` bytes a pipe carried until it closed.
+fn tail(r: impl Read, keep: usize) -> String {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut reader = BufReader::new(r);
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(c) => c.to_vec(),
+        };
+        reader.consume(chunk.len());
+        buf.extend_from_slice(&chunk);
+        if buf.len() > keep.saturating_mul(2) {
+            buf.drain(..buf.len() - keep);
+        }
+    }
+    if buf.len() > keep {
+        buf.drain(..buf.len() - keep);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_dsm::{RankStats, TimeSplit};
+    use smtlab_types::{Comm, Metric, Mode, Model, Spawn};
+
+    fn point(per_node: &str, cpus: Option<Vec<u32>>) -> Point {
+        Point {
+            index: 0,
+            program: Program::Ranks {
+                app: "sor".into(),
+                comm: Comm::Thr2,
+                params: [("per_node".to_string(), per_node.to_string())].into(),
+            },
+            model: Model::Process,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 4,
+            cpus,
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedWork { work: 1 },
+            metric: Metric {
+                name: "wall_time".into(),
+                unit: "s".into(),
+                higher_is_better: false,
+            },
+        }
+    }
+
+    fn report(verified: bool) -> RunReport {
+        RunReport {
+            app: "sor".into(),
+            comm: Comm::Thr2,
+            ranks: 4,
+            wall_s: 0.5,
+            verified,
+            verify_detail: if verified { "" } else { "cell 3 differs" }.into(),
+            checksum: 12.5,
+            work: 40,
+            per_rank: (0..4)
+                .map(|r| RankStats {
+                    rank: r,
+                    pid: 100 + r as u32,
+                    work: 10,
+                    start_s: 1.0,
+                    end_s: 1.5,
+                    getp: 2,
+                    time: TimeSplit {
+                        wait_s: 0.1,
+                        ..TimeSplit::default()
+                    },
+                    ..RankStats::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ranks_sit_on_their_nodes_cpus() {
+        let p = point("1", Some(vec![4, 5, 6, 7]));
+        assert_eq!(rank_cpus(&p, 2), Some(vec![6]));
+        let p = point("2", Some(vec![4, 5, 6, 7]));
+        assert_eq!(rank_cpus(&p, 0), Some(vec![4, 5]));
+        assert_eq!(rank_cpus(&p, 1), Some(vec![4, 5]));
+        assert_eq!(rank_cpus(&p, 3), Some(vec![6, 7]));
+        assert_eq!(rank_cpus(&point("2", None), 3), None);
+    }
+
+    #[test]
+    fn a_verified_report_is_an_ok_sample_with_its_extras() {
+        let p = point("1", Some(vec![0, 1, 0, 1]));
+        let s = dsm_sample(&p, 3, false, 10.0, &report(true), ResourceUsage::default());
+        assert_eq!(s.status, SampleStatus::Ok);
+        assert_eq!((s.metric, s.ops, s.seq), (Some(0.5), Some(40), 3));
+        assert_eq!(s.workers.len(), 4);
+        let w = &s.workers[3];
+        assert_eq!((w.rank, w.pid, w.cpu, w.ops), (3, 103, Some(1), 10));
+        assert_eq!((w.start_s, w.end_s), (1.0, 1.5));
+        assert_eq!(s.extras["getp"], 8.0);
+        assert_eq!(s.extras["rank.2.getp"], 2.0);
+        assert_eq!(s.extras["checksum"], 12.5);
+        // Two ranks per node: pinned to two CPUs, no one CPU to name.
+        let s = dsm_sample(
+            &point("2", Some(vec![0, 1, 2, 3])),
+            0,
+            false,
+            0.0,
+            &report(true),
+            ResourceUsage::default(),
+        );
+        assert!(s.workers.iter().all(|w| w.cpu.is_none()));
+    }
+
+    #[test]
+    fn an_unverified_or_short_report_is_no_result() {
+        let p = point("1", None);
+        let s = dsm_sample(&p, 0, false, 0.0, &report(false), ResourceUsage::default());
+        assert_eq!(s.status, SampleStatus::WrongResult);
+        assert_eq!(s.reason.as_deref(), Some("cell 3 differs"));
+        assert_eq!(s.metric, None);
+        let mut short = report(true);
+        short.per_rank.pop();
+        let s = dsm_sample(&p, 0, false, 0.0, &short, ResourceUsage::default());
+        assert_eq!(s.status, SampleStatus::Failed);
+        assert_eq!(s.reason.as_deref(), Some("3 of 4 ranks reported"));
+        let mut zero = report(true);
+        zero.wall_s = 0.0;
+        let s = dsm_sample(&p, 0, false, 0.0, &zero, ResourceUsage::default());
+        assert_eq!(s.status, SampleStatus::Failed);
+    }
+}

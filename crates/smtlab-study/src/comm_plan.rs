@@ -1,0 +1,564 @@
+//! The communication study's plan (`smtlab study comm`): the software-DSM
+//! study of Hu, Shi and Zhang ("Communication with Threads in Software
+//! DSMs", on JIAJIA). Each application (SOR, LU, TSP) runs as N ranks,
+//! processes sharing memory through the DSM over UDP, once per mechanism by
+//! which a rank notices the others' requests (`sigio`, `thr1`, `thr2`,
+//! `thr3`, `poll`), at every N of a ladder, in two layouts: one rank per CPU
+//! (`per_node=1`: a rank has a processor to itself, like the paper's
+//! processes on single-processor nodes) and two ranks sharing a node's two
+//! CPUs (`per_node=2`: the paper's dual-processor nodes with two processes
+//! each).
+//!
+//! Problem sizes are the study's own, smaller than the applications'
+//! defaults, so that one sample takes a few tenths of a second and the
+//! default study (5 mechanisms x 3 applications x 4 layouts = 60 points on
+//! two CPUs) fits in about ten minutes. What the machine cannot show (no
+//! spare processor for a rank, ranks sharing CPUs at N above the CPUs) is
+//! said in the plan, before anything runs.
+
+use std::collections::BTreeMap;
+
+use smtlab_plan::{expand, PlanError};
+use smtlab_topology::Topology;
+use smtlab_types::{Comm, Model, Point, Program, RunSpec, StudyKind, StudyMeta};
+
+use crate::shape::shape;
+
+/// The applications of the study, in its order (the DSM's own list).
+pub const COMM_APPS: [&str; 3] = ["sor", "lu", "tsp"];
+
+/// Ranks per node of the two layouts: one rank per CPU, two ranks sharing
+/// a node's two CPUs.
+pub const LAYOUTS: [usize; 2] = [1, 2];
+
+/// The most ranks of one run, as the DSM allows (`smtlab_dsm::MAX_RANKS`;
+/// `plan::expand` refuses more): the ladder stops there on a larger
+/// machine.
+pub const MAX_RANKS: usize = 64;
+
+/// The study's problem size of `app`: small enough that a sample (ranks
+/// started, the parallel section, the sequential check at rank 0) takes a
+/// few tenths of a second in a release build on two CPUs; the
+/// applications' defaults take several times that. Measured on the 2-vCPU
+/// development VM, 2 ranks, the parallel section: SOR 0.13-0.19 s, LU
+/// 0.07 s at n=512 (so 640), TSP 0.20-0.28 s; at 4 ranks (sharing the two
+/// CPUs) 0.15-0.38 s; a whole sample (processes started, the sequential
+/// check) about 0.3 s.
+pub fn study_sizes(app: &str) -> &'static [(&'static str, &'static str)] {
+    match app {
+        "sor" => &[("n", "512"), ("iterations", "20")],
+        "lu" => &[("n", "640"), ("block", "32")],
+        "tsp" => &[("cities", "12")],
+        _ => &[],
+    }
+}
+
+/// The parameters each application takes, so that a `--param` goes to the
+/// applications it means something to (`n` to SOR and LU, `cities` to
+/// TSP); the values are checked by `plan::expand` with each rank count.
+const APP_PARAMS: [(&str, &[&str]); 3] = [
+    ("sor", &["n", "iterations"]),
+    ("lu", &["n", "block", "seed"]),
+    ("tsp", &["cities", "seed", "depth"]),
+];
+
+/// The DSM's own parameters that the study passes to every application
+/// (`per_node` is the study's layout axis, not a choice).
+const DSM_PARAMS: [&str; 1] = ["loss"];
+
+/// What the user asked of the communication study (all optional).
+#[derive(Debug, Clone, Default)]
+pub struct CommAsk {
+    /// `-w`: some of [`COMM_APPS`]; `None`: all three.
+    pub apps: Option<Vec<String>>,
+    /// `--comm`; `None`: every mechanism.
+    pub comms: Option<Vec<Comm>>,
+    /// `--threads`: the rank counts, each even; `None`: [`rank_ladder`].
+    pub threads: Option<Vec<usize>>,
+    /// `--param`, each given to the applications that take it.
+    pub given: BTreeMap<String, String>,
+}
+
+/// Why the communication study cannot be planned as asked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CommPlanError {
+    #[error(
+        "--threads {n}: `study comm` runs every rank count both with one rank per CPU and with \
+         two ranks sharing a node, so each count must be even (2, 4, 8, ...)"
+    )]
+    OddRanks { n: usize },
+    #[error("-w {0}: `study comm` measures the DSM applications sor, lu and tsp")]
+    NotAnApp(String),
+    #[error(
+        "--param per_node: `study comm` measures both layouts itself (per_node=1 and \
+         per_node=2); drop it, or use `smtlab run -w APP --param per_node=K`"
+    )]
+    PerNode,
+    #[error(
+        "--param {key}: none of the study's applications ({apps}) takes it; sor takes n, \
+         iterations; lu n, block, seed; tsp cities, seed, depth; every one loss"
+    )]
+    UnknownParam { key: String, apps: String },
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// The default rank counts on a machine with `cpus` usable CPUs: 2, 4, 8,
+/// ... up to the CPUs (at least 2 and 4, the acceptance's pair, even on a
+/// machine with fewer CPUs: ranks then share them, and the plan says so),
+/// with the CPU count itself when it is even and not a power of two; never
+/// past [`MAX_RANKS`].
+pub fn rank_ladder(cpus: usize) -> Vec<usize> {
+    let top = cpus.max(4).min(MAX_RANKS);
+    let mut v: Vec<usize> = std::iter::successors(Some(2usize), |n| n.checked_mul(2))
+        .take_while(|&n| n <= top)
+        .collect();
+    if top % 2 == 0 && !v.contains(&top) {
+        v.push(top);
+    }
+    v
+}
+
+/// `one rank per CPU`, `two ranks per node`.
+pub fn layout_name(per_node: usize) -> &'static str {
+    if per_node == 2 {
+        "two ranks per node"
+    } else {
+        "one rank per CPU"
+    }
+}
+
+/// The ranks per node of a DSM point (its `per_node` parameter; 1 when
+/// absent).
+pub fn per_node_of(p: &Point) -> usize {
+    match &p.program {
+        Program::Ranks { params, .. } => params
+            .get("per_node")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// Plan the communication study; `base` holds sampling, allocators, seed
+/// and counters.
+pub fn plan_comm(
+    topo: &Topology,
+    base: RunSpec,
+    ask: CommAsk,
+) -> Result<(RunSpec, Vec<Point>), CommPlanError> {
+    let CommAsk {
+        apps,
+        comms,
+        threads,
+        given,
+    } = ask;
+    let apps = apps.unwrap_or_else(|| COMM_APPS.map(String::from).to_vec());
+    if let Some(bad) = apps.iter().find(|a| !COMM_APPS.contains(&a.as_str())) {
+        return Err(CommPlanError::NotAnApp(bad.clone()));
+    }
+    if given.contains_key("per_node") {
+        return Err(CommPlanError::PerNode);
+    }
+    // Each key to the applications that take it; one that none of the
+    // study's applications takes is a mistake, not something to ignore.
+    let takes = |app: &str, key: &str| {
+        DSM_PARAMS.contains(&key)
+            || APP_PARAMS
+                .iter()
+                .any(|(a, keys)| *a == app && keys.contains(&key))
+    };
+    if let Some(key) = given
+        .keys()
+        .find(|k| !apps.iter().any(|a| takes(a, k.as_str())))
+    {
+        return Err(CommPlanError::UnknownParam {
+            key: key.clone(),
+            apps: apps.join(", "),
+        });
+    }
+    let usable = topo.online().intersection(&topo.allowed()).len();
+    let ladder = match threads {
+        Some(t) => {
+            if let Some(&n) = t.iter().find(|&&n| n % 2 != 0) {
+                return Err(CommPlanError::OddRanks { n });
+            }
+            t
+        }
+        None => rank_ladder(usable),
+    };
+    let comms = comms.unwrap_or_else(|| Comm::ALL.to_vec());
+    let program = |app: &str, per_node: usize| {
+        let mut params: BTreeMap<String, String> = study_sizes(app)
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for (k, v) in &given {
+            if takes(app, k) {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        params.insert("per_node".into(), per_node.to_string());
+        Program::Builtin {
+            workload: app.to_string(),
+            params,
+        }
+    };
+    let cores = shape(topo).cores;
+    let spec = RunSpec {
+        programs: Vec::new(),
+        comms: comms.clone(),
+        models: vec![Model::Process],
+        placements: Vec::new(),
+        threads: Vec::new(),
+        ..base
+    };
+    // One rank per CPU: spread one per core, across packages first, as
+    // far apart as the machine allows (`scatter`). Two ranks per node:
+    // node k is two adjacent cores, 2k and 2k+1 (`core`), as a
+    // dual-processor node's two processors are close; where there are
+    // fewer cores than ranks, `scatter` (the ranks share CPUs anyway).
+    let by_core: Vec<usize> = ladder.iter().copied().filter(|&n| n <= cores).collect();
+    let beyond: Vec<usize> = ladder.iter().copied().filter(|&n| n > cores).collect();
+    let parts: [(usize, &str, &[usize]); 3] = [
+        (1, "scatter", &ladder),
+        (2, "core", &by_core),
+        (2, "scatter", &beyond),
+    ];
+    let mut points = Vec::new();
+    let mut placements: Vec<String> = Vec::new();
+    for (per_node, placement, threads) in parts {
+        if threads.is_empty() {
+            continue;
+        }
+        let part = RunSpec {
+            programs: apps.iter().map(|a| program(a, per_node)).collect(),
+            placements: vec![placement.parse().expect("a study's own placement is valid")],
+            threads: threads.to_vec(),
+            ..spec.clone()
+        };
+        points.extend(expand(topo, &part)?);
+        if !placements.iter().any(|p| p == placement) {
+            placements.push(placement.to_string());
+        }
+    }
+    // The plan's order: application, layout, mechanism, ranks.
+    let app_index = |p: &Point| match &p.program {
+        Program::Ranks { app, .. } => apps.iter().position(|a| a == app).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let comm_index = |p: &Point| match &p.program {
+        Program::Ranks { comm, .. } => comms.iter().position(|c| c == comm).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    points.sort_by_key(|p| (app_index(p), per_node_of(p), comm_index(p), p.workers));
+    for (i, p) in points.iter_mut().enumerate() {
+        p.index = i;
+    }
+    let (limits, notes) = sentences(usable, cores, &ladder, &apps, &given);
+    let spec = RunSpec {
+        programs: apps
+            .iter()
+            .flat_map(|a| LAYOUTS.map(|k| program(a, k)))
+            .collect(),
+        placements: placements
+            .iter()
+            .map(|p| p.parse().expect("a study's own placement is valid"))
+            .collect(),
+        threads: ladder,
+        study: Some(StudyMeta {
+            kind: StudyKind::Comm,
+            limits,
+            notes,
+        }),
+        ..spec
+    };
+    Ok((spec, points))
+}
+
+/// What the machine cannot show, and the plan's decisions.
+fn sentences(
+    usable: usize,
+    cores: usize,
+    ladder: &[usize],
+    apps: &[String],
+    given: &BTreeMap<String, String>,
+) -> (Vec<String>, Vec<String>) {
+    let mut limits = Vec::new();
+    let mut notes = Vec::new();
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    // A rank with a processor to spare (the paper's dual-processor node
+    // running one process, its communication thread on the other
+    // processor) is not a layout the DSM runs: one rank per CPU gives a
+    // rank one CPU, two per node give two ranks two.
+    limits.push(
+        "No layout gives a rank a processor of its own plus a spare one (the paper's \
+         dual-processor node running a single process): with one rank per CPU a rank's \
+         communication threads share its CPU with its computation; with two ranks per node \
+         they can use the partner's CPU only while the partner waits."
+            .to_string(),
+    );
+    let over: Vec<usize> = ladder.iter().copied().filter(|&n| n > usable).collect();
+    if !over.is_empty() {
+        let list = over
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" and ");
+        limits.push(format!(
+            "This machine has {usable} usable CPU{}: at {list} ranks the ranks share CPUs \
+             (oversubscribed; with one rank per CPU ranks r and r+{usable} take turns on one \
+             CPU), which is neither of the paper's conditions (a processor per process, a node's \
+             processors shared by its two processes): those points are measured and shown, but \
+             the paper's findings are not judged on them.",
+            s(usable)
+        ));
+    }
+    if usable <= 2 {
+        limits.push(format!(
+            "With {usable} usable CPU{} the largest layout without sharing is 2 ranks: the \
+             paper's growth of waiting time from 8 to 16 processors needs a machine (or a \
+             cluster, with `smtlab rank` under mpirun or srun) of 16 CPUs; `--dry-run \
+             --synthetic \"core:16\"` shows that plan.",
+            s(usable)
+        ));
+    }
+    if ladder.last().is_some_and(|&n| n == MAX_RANKS) && usable > MAX_RANKS {
+        notes.push(format!(
+            "The ladder stops at {MAX_RANKS} ranks, the most one DSM run has; this machine has \
+             {usable} usable CPUs."
+        ));
+    }
+    notes.push(if ladder.iter().any(|&n| n <= cores) {
+        "One rank per CPU: the ranks spread one per core, across packages first (placement \
+         scatter), each pinned to its CPU. Two ranks per node: node k is cores 2k and 2k+1 \
+         (placement core), both ranks of a node pinned to its two CPUs, the kernel choosing \
+         which runs where."
+            .to_string()
+    } else {
+        "Two ranks per node: node k is CPUs 2k and 2k+1 of the scatter order, both ranks of a \
+         node pinned to its two CPUs."
+            .to_string()
+    });
+    notes.push(
+        "The ranks are processes on this machine exchanging UDP datagrams over loopback: a \
+         message costs microseconds, where the paper's switched Ethernet took a hundred or more, \
+         so communication is a smaller part of each run than in the paper."
+            .to_string(),
+    );
+    let sizes: Vec<String> = apps
+        .iter()
+        .map(|a| {
+            let mut p: BTreeMap<&str, &str> = study_sizes(a).iter().copied().collect();
+            for (k, v) in given {
+                let mine = APP_PARAMS
+                    .iter()
+                    .any(|(x, keys)| x == a && keys.contains(&k.as_str()))
+                    || DSM_PARAMS.contains(&k.as_str());
+                if mine {
+                    p.insert(k, v);
+                }
+            }
+            let kv: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{a} {}", kv.join(" "))
+        })
+        .collect();
+    notes.push(format!(
+        "Problem sizes: {} (smaller than the applications' defaults, so that a sample takes a few \
+         tenths of a second; --param changes them). Every result is checked against a \
+         sequential run of the same input at rank 0.",
+        sizes.join("; ")
+    ));
+    (limits, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_types::Spawn;
+
+    fn base() -> RunSpec {
+        RunSpec {
+            programs: Vec::new(),
+            comms: Vec::new(),
+            models: Vec::new(),
+            placements: Vec::new(),
+            threads: Vec::new(),
+            allocs: vec!["glibc".into()],
+            spawn: Spawn::Exec,
+            mode: None,
+            metric: None,
+            warmup: 0,
+            min_samples: 3,
+            max_samples: 5,
+            precision: 0.05,
+            max_time_s: 10.0,
+            timeout_s: None,
+            seed: 1,
+            counters: false,
+            study: None,
+        }
+    }
+
+    fn layout_of(p: &Point) -> (String, Comm, usize, usize) {
+        match &p.program {
+            Program::Ranks { app, comm, .. } => (app.clone(), *comm, p.workers, per_node_of(p)),
+            other => panic!("not ranks: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ladders_start_at_two_ranks_and_stop_at_the_cpus() {
+        assert_eq!(rank_ladder(1), [2, 4]);
+        assert_eq!(rank_ladder(2), [2, 4]);
+        assert_eq!(rank_ladder(6), [2, 4, 6]);
+        assert_eq!(rank_ladder(16), [2, 4, 8, 16]);
+        assert_eq!(rank_ladder(24), [2, 4, 8, 16, 24]);
+        assert_eq!(rank_ladder(256), [2, 4, 8, 16, 32, 64]);
+    }
+
+    #[test]
+    fn two_cpus_plan_sixty_points_and_say_what_they_cannot_show() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        // 5 mechanisms x 3 applications x (2 and 4 ranks) x (1 and 2 per node).
+        assert_eq!(points.len(), 60);
+        assert_eq!(spec.threads, [2, 4]);
+        for app in COMM_APPS {
+            for comm in Comm::ALL {
+                for n in [2, 4] {
+                    for per_node in LAYOUTS {
+                        let key = (app.to_string(), comm, n, per_node);
+                        assert!(
+                            points.iter().any(|p| layout_of(p) == key),
+                            "{key:?} planned"
+                        );
+                    }
+                }
+            }
+        }
+        for p in &points {
+            assert_eq!(p.model, Model::Process);
+            let by_core = per_node_of(p) == 2 && p.workers == 2;
+            assert_eq!(p.placement, if by_core { "core" } else { "scatter" });
+            assert_eq!(p.cpus.as_ref().map(Vec::len), Some(p.workers));
+            assert_eq!(p.oversubscription > 1.0, p.workers == 4);
+        }
+        let sor = points
+            .iter()
+            .find(|p| layout_of(p).0 == "sor")
+            .map(|p| p.program.clone());
+        match sor {
+            Some(Program::Ranks { params, .. }) => {
+                assert_eq!(params["n"], "512");
+                assert_eq!(params["iterations"], "20");
+            }
+            other => panic!("{other:?}"),
+        }
+        let meta = spec.study.unwrap();
+        assert_eq!(meta.kind, StudyKind::Comm);
+        let limits = meta.limits.join("\n");
+        assert!(
+            limits.contains("at 4 ranks the ranks share CPUs"),
+            "{limits}"
+        );
+        assert!(limits.contains("spare"), "{limits}");
+        assert!(
+            meta.notes
+                .iter()
+                .any(|n| n.contains("sor iterations=20 n=512")),
+            "{:?}",
+            meta.notes
+        );
+    }
+
+    #[test]
+    fn a_sixteen_cpu_machine_gets_the_papers_eight_and_sixteen_ranks() {
+        let topo = smtlab_topology::synthetic::parse("package:2 core:8 pu:1").unwrap();
+        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        assert_eq!(spec.threads, [2, 4, 8, 16]);
+        assert!(points.iter().any(|p| p.workers == 16 && per_node_of(p) == 2));
+        assert!(points.iter().any(|p| p.workers == 8 && per_node_of(p) == 1));
+        assert!(points.iter().all(|p| p.oversubscription == 1.0));
+        assert_eq!(points.len(), 5 * 3 * 4 * 2);
+        assert!(points.iter().enumerate().all(|(i, p)| p.index == i));
+        let package = |cpu: u32| topo.pu(cpu).map(|pu| pu.package);
+        for p in &points {
+            let cpus = p.cpus.clone().unwrap();
+            if per_node_of(p) == 2 {
+                // A node's two CPUs are two cores of one package.
+                assert_eq!(p.placement, "core");
+                for node in cpus.chunks(2) {
+                    assert_eq!(package(node[0]), package(node[1]), "{cpus:?}");
+                    assert_ne!(node[0], node[1]);
+                }
+            } else {
+                // One rank per CPU, spread over both packages.
+                assert_eq!(p.placement, "scatter");
+                assert_ne!(package(cpus[0]), package(cpus[1]), "{cpus:?}");
+            }
+        }
+        let limits = spec.study.unwrap().limits.join("\n");
+        assert!(!limits.contains("share CPUs"), "{limits}");
+    }
+
+    #[test]
+    fn what_the_user_chooses_and_refuses() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let ask = CommAsk {
+            apps: Some(vec!["sor".into(), "tsp".into()]),
+            comms: Some(vec![Comm::Sigio, Comm::Thr2]),
+            threads: Some(vec![2]),
+            given: [("n".to_string(), "64".to_string())].into(),
+        };
+        let (_, points) = plan_comm(&topo, base(), ask.clone()).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 2);
+        for p in &points {
+            let Program::Ranks { app, params, .. } = &p.program else {
+                panic!("ranks")
+            };
+            // n is SOR's and LU's, not TSP's.
+            assert_eq!(params.get("n").map(String::as_str), (app == "sor").then_some("64"));
+        }
+        let odd = CommAsk {
+            threads: Some(vec![2, 3]),
+            ..CommAsk::default()
+        };
+        let e = plan_comm(&topo, base(), odd).unwrap_err();
+        assert_eq!(e, CommPlanError::OddRanks { n: 3 });
+        assert!(e.to_string().starts_with("--threads 3: "), "{e}");
+        let bad = |given: &[(&str, &str)], apps: Option<Vec<String>>| {
+            let ask = CommAsk {
+                apps,
+                given: given
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..CommAsk::default()
+            };
+            plan_comm(&topo, base(), ask).unwrap_err().to_string()
+        };
+        assert!(bad(&[("per_node", "2")], None).starts_with("--param per_node: "));
+        let e = bad(&[("cities", "9")], Some(vec!["sor".into()]));
+        assert!(e.starts_with("--param cities: none of the study's applications (sor)"), "{e}");
+        let e = bad(&[("n", "7")], None);
+        assert!(e.starts_with("--param n=7: "), "{e}");
+        let e = plan_comm(
+            &topo,
+            base(),
+            CommAsk {
+                apps: Some(vec!["spin".into()]),
+                ..CommAsk::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e, CommPlanError::NotAnApp("spin".into()));
+        for e in [
+            CommPlanError::OddRanks { n: 3 },
+            CommPlanError::PerNode,
+            CommPlanError::NotAnApp("x".into()),
+        ] {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Benchmark: the software DSM's communication (issue 19), side by side in
+//! one run (`cargo bench -p smtlab --bench dsm_fetch`). Not a test: it
+//! prints the numbers, the ratios and the machine, and writes them to
+//! `target/bench-results/dsm_fetch.json`.
+//!
+//! Targets:
+//! * A 4 KiB page fetch round trip through the message layer (a fault on
+//!   an invalid page, GETP to the page's home, the reply installed, the
+//!   access retried) within 1.5x of a plain blocking UDP ping-pong of 4 KiB
+//!   between two threads on loopback, for the best mechanism. Both sides
+//!   run two threads of one process pinned to CPUs 0 and 1 (the DSM's
+//!   communication threads inherit their rank's CPU): ranks on different
+//!   processors, which is what a DSM is for. The same comparison with
+//!   both unpinned is printed beside it (on one CPU a plain ping-pong is a
+//!   cheap hand-off between two threads; a mechanism's extra threads and
+//!   the fault itself weigh more there). `DSM_BENCH_ROUNDS` interleaved
+//!   rounds (default 7), each of `DSM_BENCH_FETCHES` fetches (default
+//!   2,000), the order of the sides alternating; the ratio held against
+//!   the target is the median of per-round ratios (the host drifts between
+//!   a fast and a slow state).
+//! * With 5% injected loss (every datagram, data or acknowledgement, dropped
+//!   with probability 0.05 on send), every application verifies under
+//!   every mechanism, at 2 ranks; retransmissions, drops and duplicates
+//!   dropped are reported.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use smtlab_dsm::{run_local_threads, RankArgs, Rendezvous};
+use smtlab_types::Comm;
+
+const TARGET_RATIO: f64 = 1.5;
+
+fn main() {
+    let rounds = common::count_from_env("DSM_BENCH_ROUNDS", 7);
+    let fetches = common::count_from_env("DSM_BENCH_FETCHES", 2000);
+    println!("machine: {}", common::machine());
+    let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let pinned = if two_cpus {
+        [Some(0), Some(1)]
+    } else {
+        [None, None]
+    };
+
+    let mut doc = serde_json::Map::new();
+    let mut best_ratio = f64::INFINITY;
+    for (label, cpus) in [("pinned to CPUs 0 and 1", pinned), ("unpinned", [None, None])] {
+        let mut plain = Vec::new();
+        let mut per: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
+        let mut ratios: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
+        for round in 0..rounds {
+            let mut order: Vec<Option<Comm>> = std::iter::once(None)
+                .chain(Comm::ALL.into_iter().map(Some))
+                .collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            let mut this_plain = 0.0;
+            let mut this: BTreeMap<Comm, f64> = BTreeMap::new();
+            for side in order {
+                match side {
+                    None => {
+                        this_plain = smtlab_dsm::udp_ping_pong_ns(fetches, 4096, cpus)
+                            .expect("a UDP ping-pong on loopback")
+                    }
+                    Some(c) => {
+                        let ns = smtlab_dsm::page_fetch_ns(c, fetches, cpus)
+                            .unwrap_or_else(|e| panic!("{c}: {e}"));
+                        this.insert(c, ns);
+                    }
+                }
+            }
+            plain.push(this_plain);
+            for (c, ns) in this {
+                per.entry(c).or_default().push(ns);
+                ratios.entry(c).or_default().push(ns / this_plain);
+            }
+        }
+        let plain_med = common::median(plain.clone());
+        println!("\n4 KiB round trip, {label} ({rounds} rounds of {fetches}):");
+        println!("  plain UDP ping-pong  {:>8.1} us", plain_med / 1e3);
+        let mut side = serde_json::Map::new();
+        side.insert("plain_us".into(), (plain_med / 1e3).into());
+        for (c, v) in &per {
+            let r = common::median(ratios[c].clone());
+            println!(
+                "  {:<5} page fetch     {:>8.1} us   {:.2}x plain",
+                c.as_str(),
+                common::median(v.clone()) / 1e3,
+                r
+            );
+            side.insert(
+                c.as_str().into(),
+                serde_json::json!({"fetch_us": common::median(v.clone()) / 1e3, "ratio": r}),
+            );
+            if label.starts_with("pinned") {
+                best_ratio = best_ratio.min(r);
+            }
+        }
+        doc.insert(label.into(), side.into());
+    }
+    println!(
+        "\nbest mechanism (pinned) / plain UDP: {best_ratio:.2}x (target <= {TARGET_RATIO}): {}",
+        if best_ratio <= TARGET_RATIO { "met" } else { "MISSED" }
+    );
+
+    println!("\n5% injected loss, 2 ranks:");
+    let mut loss = Vec::new();
+    let mut all_verified = true;
+    for app in ["sor", "lu", "tsp"] {
+        let params: &[(&str, &str)] = match app {
+            "sor" => &[("n", "256"), ("iterations", "10")],
+            "lu" => &[("n", "256"), ("block", "32")],
+            _ => &[("cities", "10")],
+        };
+        for comm in Comm::ALL {
+            let mut p: BTreeMap<String, String> = params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            p.insert("loss".into(), "0.05".into());
+            let args = RankArgs {
+                app: app.into(),
+                comm,
+                params: p,
+                rank: 0,
+                ranks: 2,
+                rendezvous: Rendezvous::Dir(std::env::temp_dir()),
+                bind: "127.0.0.1".parse().unwrap(),
+                seed: 19,
+                meet_timeout: Duration::from_secs(30),
+            };
+            let r = run_local_threads(&args).unwrap_or_else(|e| panic!("{app} {comm}: {e}"));
+            let sum = |f: fn(&smtlab_dsm::RankStats) -> u64| r.per_rank.iter().map(f).sum::<u64>();
+            let (drops, retx, dups, msgs) = (
+                sum(|s| s.injected_drops),
+                sum(|s| s.retransmissions),
+                sum(|s| s.duplicates_dropped),
+                sum(|s| s.messages_sent),
+            );
+            all_verified &= r.verified;
+            println!(
+                "  {app:<4} {:<5} verified {:<5} {:>6.3} s  messages {msgs:>6}  drops {drops:>4}  retransmissions {retx:>4}  duplicates dropped {dups:>4}",
+                comm.as_str(),
+                r.verified,
+                r.wall_s
+            );
+            loss.push(serde_json::json!({"app": app, "comm": comm.as_str(), "verified": r.verified,
+                "wall_s": r.wall_s, "messages": msgs, "injected_drops": drops,
+                "retransmissions": retx, "duplicates_dropped": dups}));
+        }
+    }
+    println!(
+        "every application verified under 5% loss: {}",
+        if all_verified { "met" } else { "MISSED" }
+    );
+    doc.insert("best_ratio_pinned".into(), best_ratio.into());
+    doc.insert("loss_5pct".into(), loss.into());
+    doc.insert("machine".into(), common::machine().into());
+    common::write_results("dsm_fetch", &serde_json::Value::Object(doc));
+}

@@ -1,0 +1,238 @@
+//! `smtlab rank`: one rank of a DSM run started by an existing launcher
+//! (`mpirun -np 4 smtlab rank -w sor --comm thr2`, `srun smtlab rank ...`).
+//! The rank and the rank count come from the launcher's variables; the
+//! ranks meet at a rendezvous (by default a directory named by the job);
+//! rank 0 records the run in its store as `run` records a one-point run
+//! (the sample made from the report by the same code) and prints it, the
+//! other ranks exit quietly.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use smtlab_analyse::summary::point_summaries;
+use smtlab_dsm::{LauncherRank, RankArgs as OneRank, Rendezvous, RunReport};
+use smtlab_plan as plan;
+use smtlab_store::{RunStatus, Store};
+use smtlab_types::{Comm, Model, PolicySpec, Program, ResourceUsage, RunSpec, Spawn};
+
+use super::run::create_run;
+use crate::exit::usage;
+use crate::flags;
+use crate::output;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  mpirun -np 4 smtlab rank -w sor --comm thr2 --param n=256
+  mpirun --oversubscribe -np 4 smtlab rank -w lu --comm sigio --db lu.db --json
+  srun -N 2 -n 4 smtlab rank -w tsp --comm thr2 --rendezvous node01:7300
+
+Run it under a launcher: Open MPI's mpirun (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), \
+Slurm's srun (SLURM_PROCID, SLURM_NTASKS) or a PMI launcher (PMI_RANK, PMI_SIZE); every \
+process is one rank. Without --rendezvous the ranks meet in a directory under TMPDIR named by \
+the launcher's job id: enough on one machine or with a shared TMPDIR; across machines give \
+rank 0's address (HOST:PORT, on rank 0's host) or a shared directory. Rank 0 stores the run \
+(placement `none`: the launcher placed the ranks) and prints it; exit 3 if the result did \
+not verify. To start the ranks on this machine, use `smtlab run -w APP --comm MECH -n N`.")]
+pub struct RankArgs {
+    /// The DSM application: sor, lu or tsp
+    #[arg(short = 'w', long, value_name = "APP", value_parser = flags::dsm_app)]
+    pub workload: String,
+    /// How each rank notices the others' requests: sigio, thr1, thr2, thr3
+    /// or poll
+    #[arg(long, value_name = "MECHANISM", value_parser = flags::parsed::<Comm>)]
+    pub comm: Comm,
+    /// A parameter of the application or the DSM, KEY=VALUE (repeatable)
+    #[arg(long = "param", value_name = "K=V", value_parser = flags::param)]
+    pub params: Vec<(String, String)>,
+    /// Where the ranks meet: dir:PATH (a directory every rank can read) or
+    /// HOST:PORT (rank 0 listens there) [default: a directory named by the
+    /// launcher's job]
+    #[arg(long, value_name = "dir:PATH|HOST:PORT", value_parser = flags::parsed::<Rendezvous>)]
+    pub rendezvous: Option<Rendezvous>,
+    /// The address this rank's UDP socket binds and tells the others
+    /// [default: 127.0.0.1 when every rank is on this machine; else the
+    /// interface toward rank 0 or this host name's address]
+    #[arg(long, value_name = "IP", value_parser = flags::bind_ip)]
+    pub bind: Option<IpAddr>,
+    /// How long a rank waits for the others at the rendezvous
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "60s",
+        value_parser = flags::seconds("--meet-timeout")
+    )]
+    pub meet_timeout: f64,
+    /// Seed of the injected loss (the same for every rank; stored with the
+    /// run)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// SQLite store rank 0 records the run in
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    pub db: PathBuf,
+    /// Rank 0 prints one JSON object instead of the summary
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: RankArgs) -> anyhow::Result<i32> {
+    let started_at = smtlab_sys::unix_now_s();
+    let launcher = smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok())
+        .map_err(|e| usage(format!("`smtlab rank`: {e}")))?
+        .ok_or_else(|| {
+            usage(
+                "`smtlab rank` found no launcher's rank in the environment (OMPI_COMM_WORLD_RANK, \
+                 PMI_RANK or SLURM_PROCID): run it under mpirun or srun (mpirun -np 4 smtlab \
+                 rank -w sor --comm thr2), or start the ranks here with `smtlab run -w sor \
+                 --comm thr2 -n 4`",
+            )
+        })?;
+    let rendezvous = match a
+        .rendezvous
+        .clone()
+        .or_else(|| smtlab_dsm::default_rendezvous(&launcher))
+    {
+        Some(r) => r,
+        None => {
+            return Err(usage(format!(
+                "--rendezvous: {} gives no job id to meet by; name where the ranks meet: \
+                 --rendezvous dir:PATH (a directory every rank can read) or HOST:PORT (rank \
+                 0's address)",
+                launcher.launcher
+            )))
+        }
+    };
+    let bind = match a.bind {
+        Some(ip) => ip,
+        None => smtlab_dsm::default_bind(&launcher, &rendezvous).ok_or_else(|| {
+            usage(
+                "--bind: cannot tell this host's address for ranks on other machines; give \
+                 --bind IP",
+            )
+        })?,
+    };
+    let params: std::collections::BTreeMap<String, String> = a.params.iter().cloned().collect();
+    // Every rank checks, so every rank refuses the same mistake at once
+    // instead of waiting at the rendezvous for a rank that gave up.
+    smtlab_dsm::check_params(&a.workload, &params, launcher.size).map_err(usage)?;
+    let spec = RunSpec {
+        programs: vec![Program::Ranks {
+            app: a.workload.clone(),
+            comm: a.comm,
+            params: params.clone(),
+        }],
+        comms: vec![a.comm],
+        models: vec![Model::Process],
+        placements: vec!["none".parse::<PolicySpec>().expect("`none` is a placement")],
+        threads: vec![launcher.size],
+        allocs: vec!["glibc".into()],
+        spawn: Spawn::Exec,
+        mode: None,
+        metric: None,
+        warmup: 0,
+        min_samples: 1,
+        max_samples: 1,
+        precision: 0.02,
+        max_time_s: 30.0,
+        timeout_s: None,
+        seed: a.seed,
+        counters: false,
+        study: None,
+    };
+    // Rank 0 plans the run and opens its store before the ranks meet: a
+    // mistake there must not cost the run it would have recorded.
+    let planned = if launcher.rank == 0 {
+        let topo = smtlab_topology::sysfs::read_live().map_err(|e| anyhow::anyhow!(e))?;
+        let points = plan::expand(&topo, &spec).map_err(usage)?;
+        Store::open(&a.db).map_err(usage)?;
+        Some((topo, points))
+    } else {
+        None
+    };
+    let args = OneRank {
+        app: a.workload.clone(),
+        comm: a.comm,
+        params,
+        rank: launcher.rank,
+        ranks: launcher.size,
+        rendezvous: rendezvous.clone(),
+        bind,
+        seed: spec.seed,
+        meet_timeout: Duration::from_secs_f64(a.meet_timeout),
+    };
+    let report = smtlab_dsm::run_rank(&args)?;
+    let (Some((topo, points)), Some(report)) = (planned, report) else {
+        // Not rank 0: rank 0 records and prints.
+        return Ok(0);
+    };
+    // Every rank has sent its statistics to rank 0: all have read the
+    // rendezvous long ago.
+    rendezvous.clean_up(launcher.size);
+    let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points)?;
+    let (point_id, point) = &stored[0];
+    // Only rank 0's process is known here: no usage rather than a part
+    // of it passed off as the whole.
+    let sample = smtlab_execute::dsm_sample::dsm_sample(
+        point,
+        0,
+        false,
+        started_at,
+        &report,
+        ResourceUsage::default(),
+    );
+    store
+        .add_sample(*point_id, &sample)
+        .with_context(|| format!("storing the run in {}", a.db.display()))?;
+    store.finish_run(run_id, RunStatus::Complete)?;
+    let summaries = point_summaries(&store, run_id, spec.seed)?;
+    let text = if a.json {
+        serde_json::to_string_pretty(&serde_json::json!({
+            "schema": "smtlab.rank/1",
+            "run_id": run_id,
+            "db": a.db,
+            "launcher": launcher.launcher,
+            "job": launcher.job,
+            "status": sample.status.as_str(),
+            "reason": sample.reason,
+            "report": report,
+        }))? + "\n"
+    } else {
+        summary(run_id, &a.db, &launcher, &report, sample.reason.as_deref())
+    };
+    output::print(&text)?;
+    Ok(crate::exit::of_results(run_id, &summaries))
+}
+
+/// The few lines a person reads after a launcher's run.
+fn summary(
+    run_id: i64,
+    db: &std::path::Path,
+    launcher: &LauncherRank,
+    report: &RunReport,
+    reason: Option<&str>,
+) -> String {
+    let x = report.extras();
+    let n = |k: &str| x.get(k).copied().unwrap_or(0.0);
+    let verified = match (report.verified, reason) {
+        (true, _) => "verified".to_string(),
+        (false, Some(r)) => format!("NOT verified: {r}"),
+        (false, None) => "NOT verified".to_string(),
+    };
+    format!(
+        "run {run_id} ({}): {} {}, {} ranks ({}): {:.4} s, {verified}\n  messages {}, GETPs {}, \
+         locks {}, barriers {}, retransmissions {}\n",
+        db.display(),
+        report.app,
+        report.comm,
+        report.ranks,
+        launcher.launcher,
+        report.wall_s,
+        n("messages"),
+        n("getp"),
+        n("locks"),
+        n("barriers"),
+        n("retransmissions"),
+    )
+}
