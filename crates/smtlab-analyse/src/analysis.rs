@@ -12,7 +12,7 @@ pub mod recommend;
 pub mod scaling;
 pub mod smt;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 #[cfg(test)]
 mod merge_notes_tests {

@@ -106,14 +106,14 @@ pub struct ParamSpec {
 const SOR_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "n",
-        default: 1024,
+        default: 512,
         min: 8,
         max: 4096,
         what: "interior grid points per side (the grid is (n+2) x (n+2))",
     },
     ParamSpec {
         name: "iterations",
-        default: 50,
+        default: 20,
         min: 1,
         max: 10_000,
         what: "red-black sweeps",
@@ -123,7 +123,7 @@ const SOR_PARAMS: &[ParamSpec] = &[
 const LU_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "n",
-        default: 1024,
+        default: 512,
         min: 16,
         max: 4096,
         what: "matrix order (n x n)",
@@ -147,7 +147,7 @@ const LU_PARAMS: &[ParamSpec] = &[
 const TSP_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "cities",
-        default: 14,
+        default: 12,
         min: 4,
         max: 16,
         what: "cities (tours start and end at city 0)",
@@ -288,7 +288,7 @@ impl AppParams {
     }
 }
 
-/// `sor n=1024 iterations=50`: the app and every parameter, for records.
+/// `sor n=512 iterations=20`: the app and every parameter, for records.
 impl fmt::Display for AppParams {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

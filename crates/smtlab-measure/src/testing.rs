@@ -222,6 +222,7 @@ pub fn points(n: usize) -> Vec<(i64, Point)> {
 /// samples to 2%, 100 s per point, seed 7.
 pub fn spec() -> RunSpec {
     RunSpec {
+        comms: Vec::new(),
         programs: Vec::new(),
         models: vec![Model::Thread],
         placements: vec!["compact".parse().expect("a placement")],

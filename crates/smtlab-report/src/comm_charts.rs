@@ -65,7 +65,11 @@ pub(crate) fn specs(points: &[PointData]) -> Vec<ChartSpec> {
             .iter()
             .filter(|p| ranks_of(p).is_some_and(|(a, _, _)| a == app))
             .collect();
-        let mut layouts: Vec<usize> = mine.iter().filter_map(|p| ranks_of(p)).map(|r| r.2).collect();
+        let mut layouts: Vec<usize> = mine
+            .iter()
+            .filter_map(|p| ranks_of(p))
+            .map(|r| r.2)
+            .collect();
         layouts.sort_unstable();
         layouts.dedup();
         for &k in &layouts {
@@ -113,7 +117,11 @@ fn wall_chart(app: &str, k: usize, mine: &[&PointData]) -> ChartSpec {
         layout(k)
     );
     ChartSpec {
-        name: format!("comm-{}-{}", slug(app), if k == 2 { "per-node" } else { "per-cpu" }),
+        name: format!(
+            "comm-{}-{}",
+            slug(app),
+            if k == 2 { "per-node" } else { "per-cpu" }
+        ),
         program: app.to_uppercase(),
         title: title.clone(),
         caption: format!(
@@ -211,9 +219,7 @@ fn split_chart(app: &str, n: usize, k: usize, mine: &[&PointData]) -> ChartSpec 
 mod tests {
     use super::*;
     use smtlab_analyse::summary::summarize_point;
-    use smtlab_types::{
-        Metric, Mode, Model, Point, ResourceUsage, Sample, SampleStatus, Spawn,
-    };
+    use smtlab_types::{Metric, Mode, Model, Point, ResourceUsage, Sample, SampleStatus, Spawn};
 
     fn data(comm: Comm, n: usize, per_node: usize, wall: f64) -> PointData {
         let point = Point {
@@ -296,6 +302,9 @@ mod tests {
         assert_eq!(b.bars[0].label, "sigio: compute");
         assert!((b.bars[0].value - 0.4).abs() < 1e-12);
         assert!(b.bars[0].strong && !b.bars[3].strong);
-        assert_eq!((b.strong_label.as_str(), b.weak_label.as_str()), ("sigio", "thr2"));
+        assert_eq!(
+            (b.strong_label.as_str(), b.weak_label.as_str()),
+            ("sigio", "thr2")
+        );
     }
 }

@@ -143,6 +143,16 @@ pub(crate) fn machine_facts(run: &RunRecord) -> Vec<(String, String)> {
         h.load_avg
             .map(|l| format!("{:.2} {:.2} {:.2} (1, 5, 15 min)", l[0], l[1], l[2])),
     );
+    add(
+        "shared host",
+        h.shared_host.as_ref().map(|s| {
+            format!(
+                "{} ran {} tasks of the job on this host (--shared-host): they may have \
+                 disturbed each other's measurements",
+                s.launcher, s.tasks
+            )
+        }),
+    );
     out
 }
 

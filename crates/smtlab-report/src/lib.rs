@@ -24,6 +24,11 @@
 //! share. [`write_report`] computes the shared parts once and runs the
 //! writers in a fixed order.
 //!
+//! A fleet (the merged stores of many hosts) has a report of its own
+//! ([`write_fleet_report`]: `fleet_report`, its charts in `fleet_charts`):
+//! a chart per workload with a line per host, each host's recommendation,
+//! and the facts of the machines that differ.
+//!
 //! The report consumes `smtlab_analyse`'s types; it computes no statistics
 //! of its own except per-sample context-switch rates for a chart. Called by
 //! the report pipeline of `smtlab-study`.
@@ -34,6 +39,8 @@ mod chat_charts;
 mod comm_charts;
 mod draw;
 mod error;
+mod fleet_charts;
+mod fleet_report;
 mod format;
 mod input;
 mod pairs_charts;
@@ -51,6 +58,10 @@ mod tests;
 
 pub use draw::DrawError;
 pub use error::ReportError;
+pub use fleet_report::{
+    default_fleet_dir, fleet_json, fleet_tables, write_fleet_report, FleetFiles, FleetTables,
+    FLEET_SCHEMA,
+};
 pub use input::ReportInput;
 pub use pairs_charts::{pairs_html, write_pairs_charts, PairsCharts};
 pub use pairs_report::write_pairs_report;

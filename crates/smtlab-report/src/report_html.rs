@@ -130,7 +130,7 @@ fn series_name(k: &smtlab_analyse::analysis::SeriesKey) -> String {
 
 /// The SVG as inlined: without the XML namespace attribute, which HTML does
 /// not need, so the page holds no URL at all.
-fn inline_svg(svg: &str) -> String {
+pub(crate) fn inline_svg(svg: &str) -> String {
     svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
 }
 

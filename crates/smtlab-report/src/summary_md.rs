@@ -25,18 +25,18 @@ impl Writer for SummaryMarkdown {
 
 /// A Markdown table cell: pipes escaped, line breaks flattened, and
 /// angle brackets escaped so renderers that allow HTML show them as text.
-fn md_cell(s: &str) -> String {
+pub(crate) fn md_cell(s: &str) -> String {
     md_text(s).replace('|', "\\|")
 }
 
-fn md_text(s: &str) -> String {
+pub(crate) fn md_text(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace(['\n', '\r'], " ")
 }
 
-fn md_table(out: &mut String, columns: &[String], rows: &[Vec<String>]) {
+pub(crate) fn md_table(out: &mut String, columns: &[String], rows: &[Vec<String>]) {
     if columns.is_empty() {
         return;
     }
@@ -53,7 +53,7 @@ fn md_table(out: &mut String, columns: &[String], rows: &[Vec<String>]) {
     out.push('\n');
 }
 
-fn md_list(out: &mut String, heading: &str, items: &[String]) {
+pub(crate) fn md_list(out: &mut String, heading: &str, items: &[String]) {
     if items.is_empty() {
         return;
     }

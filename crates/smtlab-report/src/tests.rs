@@ -307,6 +307,7 @@ pub(crate) fn fixture() -> Fixture {
             thp: Some("madvise".into()),
             perf_event_paranoid: Some(2),
             load_avg: Some([0.1, 0.2, 0.3]),
+            shared_host: None,
         },
     };
     Fixture {

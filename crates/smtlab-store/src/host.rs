@@ -8,19 +8,48 @@
 //! read a fake tree. A fact the machine does not expose is `None`, never an
 //! error: containers hide `cpufreq`, old kernels have no THP, and a missing
 //! fact must not stop a measurement.
+//!
+//! The host name is the one fact a user may replace: [`HOSTNAME_VAR`]
+//! (`SMTLAB_HOSTNAME`) stands for the kernel's name wherever smtlab records
+//! or uses it ([`host_name`]: the stored facts, `{host}` in `--db`), so a
+//! test can make the stores of two hosts on one machine, and hosts whose
+//! names collide (every container called `localhost`) can be told apart
+//! in a fleet. Only the live facts read it; a fake tree is read as it is.
 
 use std::fs;
 use std::path::Path;
 
 use smtlab_types::HostFacts;
 
-/// Collect the facts of this machine.
+/// The environment variable that replaces this host's name (for tests,
+/// and for hosts whose names collide).
+pub const HOSTNAME_VAR: &str = "SMTLAB_HOSTNAME";
+
+/// Collect the facts of this machine (its name as [`host_name`] says).
 pub fn collect_host_facts(
     topology_json: serde_json::Value,
     smt_active: bool,
     cpu_model: Option<String>,
 ) -> HostFacts {
-    collect_host_facts_from(Path::new("/"), topology_json, smt_active, cpu_model)
+    let mut facts = collect_host_facts_from(Path::new("/"), topology_json, smt_active, cpu_model);
+    facts.hostname = host_name();
+    facts
+}
+
+/// This host's name as smtlab records and uses it: [`HOSTNAME_VAR`] when
+/// it is set and not empty, else the kernel's
+/// (`/proc/sys/kernel/hostname`); `None` when neither says.
+pub fn host_name() -> Option<String> {
+    host_name_from(Path::new("/"), |k| std::env::var(k).ok())
+}
+
+/// [`host_name`] under a filesystem root and with an environment given
+/// (tests).
+pub fn host_name_from(root: &Path, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    env(HOSTNAME_VAR)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .or_else(|| read_trimmed(&root.join("proc/sys/kernel/hostname")))
 }
 
 /// Collect the facts under a filesystem root (`/` for this machine; a fake
@@ -47,6 +76,8 @@ pub fn collect_host_facts_from(
         perf_event_paranoid: read("proc/sys/kernel/perf_event_paranoid")
             .and_then(|t| t.parse().ok()),
         load_avg: read("proc/loadavg").and_then(|t| load_avg(&t)),
+        // Known to the caller (a launcher's job), not to the machine.
+        shared_host: None,
     }
 }
 
@@ -162,6 +193,7 @@ mod tests {
                 thp: Some("madvise".into()),
                 perf_event_paranoid: Some(2),
                 load_avg: Some([0.38, 1.14, 1.12]),
+                shared_host: None,
             }
         );
 
@@ -194,6 +226,28 @@ mod tests {
         );
         let facts = collect_host_facts_from(dir.path(), serde_json::Value::Null, false, None);
         assert_eq!(facts, HostFacts::default());
+    }
+
+    #[test]
+    fn the_host_name_variable_replaces_the_kernels_name() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "proc/sys/kernel/hostname", "node7\n");
+        let env = |value: &'static str| move |k: &str| (k == HOSTNAME_VAR).then(|| value.into());
+        assert_eq!(
+            host_name_from(dir.path(), env("alpha")).as_deref(),
+            Some("alpha")
+        );
+        // Set but empty: as if unset.
+        assert_eq!(
+            host_name_from(dir.path(), env(" ")).as_deref(),
+            Some("node7")
+        );
+        assert_eq!(
+            host_name_from(dir.path(), |_| None).as_deref(),
+            Some("node7")
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(host_name_from(empty.path(), |_| None), None);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! it implements (`sample_log.rs`: a sample as soon as it is measured);
 //! read by the analysis, the studies' reports and the CLI's `runs` and
 //! `show`. It knows nothing of how samples are measured.
+//! `merge.rs` copies the runs of other stores into one (`smtlab merge`),
+//! matching runs by their uid so that merging twice adds nothing.
 //!
 //! # Durability
 //!
@@ -40,6 +42,7 @@
 mod columns;
 mod error;
 mod host;
+mod merge;
 mod points;
 mod runs;
 mod sample_log;
@@ -51,7 +54,10 @@ mod store;
 mod tests;
 
 pub use error::StoreError;
-pub use host::{collect_host_facts, collect_host_facts_from};
+pub use host::{
+    collect_host_facts, collect_host_facts_from, host_name, host_name_from, HOSTNAME_VAR,
+};
+pub use merge::{MergeError, MergeSummary, RunOrigin};
 pub use runs::NewRun;
 pub use schema::{latest_version as schema_version, APPLICATION_ID};
 pub use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary};

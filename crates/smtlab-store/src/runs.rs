@@ -37,8 +37,8 @@ impl Store {
             .conn
             .prepare_cached(
                 "INSERT INTO runs (started_at, status, command_line, smtlab_version, \
-                 git_commit, seed, config_json, host_json) \
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7)",
+                 git_commit, seed, config_json, host_json, uid) \
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, lower(hex(randomblob(16))))",
             )
             .map_err(|e| self.err("recording a new run", e))?;
         st.execute(params![

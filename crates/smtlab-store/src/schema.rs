@@ -181,6 +181,32 @@ FROM samples s JOIN points p ON p.id = s.point_id;
     r#"
 ALTER TABLE samples ADD COLUMN extras_json TEXT;
 "#,
+    // 4: a run's identity across stores, and where a merged run came from
+    // (`smtlab merge`). Every run gets a `uid`, random when it is recorded,
+    // which a merge copies: runs are matched by it, never by id (a merge
+    // renumbers them), so merging a run twice adds nothing, and a store
+    // file copied (an image cloned to many hosts) and measured into on
+    // each host still keeps its runs apart. The runs of an older store get
+    // a uid made of their id, start (µs) and seed, so two copies of one old
+    // store name its runs alike whenever each is migrated. A store gets a
+    // random `store_id`, once; a merged run records its first store and its
+    // id there (`origin_*`, NULL for a run measured into this store).
+    r#"
+CREATE TABLE store_meta (
+    -- always 1: the table has one row
+    singleton       INTEGER PRIMARY KEY CHECK (singleton = 1),
+    -- 32 hex digits, random
+    store_id        TEXT NOT NULL
+);
+INSERT INTO store_meta (singleton, store_id) VALUES (1, lower(hex(randomblob(16))));
+-- 32 hex digits, random (a run recorded from this version on)
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = 'pre4-' || id || '-' || CAST(started_at * 1000000 AS INTEGER) || '-' || seed;
+CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
+-- the store_id of the store the run was measured into, and its id there
+ALTER TABLE runs ADD COLUMN origin_store TEXT;
+ALTER TABLE runs ADD COLUMN origin_run_id INTEGER;
+"#,
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -68,6 +68,29 @@ impl Store {
     /// brought up to date if the file is writable (reading needs the new
     /// columns), else refused naming both versions.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let (store, version) = Store::open_unmigrated(path)?;
+        let known = schema::latest_version();
+        if version < known {
+            drop(store);
+            return Store::open(path).map_err(|e| match e {
+                StoreError::Sqlite { .. } => StoreError::Migration {
+                    path: path.to_path_buf(),
+                    from: version,
+                    to: known,
+                    reason: "the file is read-only here; open it once where it can be written"
+                        .into(),
+                },
+                other => other,
+            });
+        }
+        Ok(store)
+    }
+
+    /// Open an existing database read-only and as it is: checked to be
+    /// smtlab's (or an empty SQLite file: version 0) and not newer than
+    /// this smtlab, but not migrated. Returns its schema version. Writes
+    /// nothing, so `merge` can check every input before touching any.
+    pub(crate) fn open_unmigrated(path: &Path) -> Result<(Store, i64), StoreError> {
         check_path(path)?;
         if !path.exists() {
             return Err(StoreError::Missing {
@@ -106,24 +129,10 @@ impl Store {
             .busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| store.err("setting busy_timeout", e))?;
         let (_, version) = store.identity()?;
-        let known = schema::latest_version();
-        if version > known {
+        if version > schema::latest_version() {
             return Err(store.too_new(version));
         }
-        if version < known {
-            drop(store);
-            return Store::open(path).map_err(|e| match e {
-                StoreError::Sqlite { .. } => StoreError::Migration {
-                    path: path.to_path_buf(),
-                    from: version,
-                    to: known,
-                    reason: "the file is read-only here; open it once where it can be written"
-                        .into(),
-                },
-                other => other,
-            });
-        }
-        Ok(store)
+        Ok((store, version))
     }
 
     /// The database file.
@@ -277,7 +286,7 @@ impl Store {
 /// Refuse a `--db` that cannot be a database file before SQLite touches it
 /// (SQLite would write `/dev/null-journal` beside a device, and treats
 /// `x.db/` differently from `x.db`).
-fn check_path(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn check_path(path: &Path) -> Result<(), StoreError> {
     let bad = |why: String| StoreError::BadPath {
         path: path.to_path_buf(),
         why,

@@ -43,6 +43,7 @@ fn new_run() -> NewRun {
             thp: Some("madvise".into()),
             perf_event_paranoid: Some(2),
             load_avg: Some([0.38, 1.14, 1.12]),
+            shared_host: None,
         },
     }
 }

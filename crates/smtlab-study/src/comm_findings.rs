@@ -77,7 +77,10 @@ const PARTS: [(&str, &str); 4] = [
     ("wait", "waiting time"),
     ("compute", "computation"),
     ("serve", "serving on the computing thread"),
-    ("handling", "fault and synchronisation handling besides waiting"),
+    (
+        "handling",
+        "fault and synchronisation handling besides waiting",
+    ),
 ];
 
 /// Seconds per rank of `part` (one of [`PARTS`]).
@@ -105,7 +108,10 @@ pub fn comm(data: &RunData, seed: u64) -> Findings {
     verification(data, &mut f);
     let mut apps: Vec<&str> = COMM_APPS
         .into_iter()
-        .filter(|a| dsm.iter().any(|p| ranks_of(p).is_some_and(|(x, _)| x == *a)))
+        .filter(|a| {
+            dsm.iter()
+                .any(|p| ranks_of(p).is_some_and(|(x, _)| x == *a))
+        })
         .collect();
     for p in &dsm {
         let (a, _) = ranks_of(p).expect("DSM points only");
@@ -299,7 +305,10 @@ fn time_table(app: &str, mine: &[&PointData], f: &mut Findings) {
         })
         .collect();
     f.tables.push(Table {
-        title: format!("{}: wall time and where each rank's time went", app_name(app)),
+        title: format!(
+            "{}: wall time and where each rank's time went",
+            app_name(app)
+        ),
         columns: [
             "ranks",
             "layout",
@@ -404,7 +413,11 @@ fn explanation(a: &PointData, b: &PointData) -> Option<String> {
         .iter()
         .filter_map(|(key, name)| Some((*key, *name, part(a, key)?, part(b, key)?)))
         .max_by(|x, y| (x.2 - x.3).abs().total_cmp(&(y.2 - y.3).abs()))?;
-    let short = if key == "handling" { "fault+sync-wait" } else { key };
+    let short = if key == "handling" {
+        "fault+sync-wait"
+    } else {
+        key
+    };
     let numbers = format!(
         "{short} {da:.3} s vs {db:.3} s per rank, against {:.3} s of wall time",
         wall.abs()
@@ -437,7 +450,11 @@ fn layout_verdicts(
     let best = here
         .iter()
         .copied()
-        .min_by(|a, b| median(a).unwrap_or(f64::MAX).total_cmp(&median(b).unwrap_or(f64::MAX)))
+        .min_by(|a, b| {
+            median(a)
+                .unwrap_or(f64::MAX)
+                .total_cmp(&median(b).unwrap_or(f64::MAX))
+        })
         .expect("two or more");
     let mut others = Vec::new();
     let mut tied = Vec::new();
@@ -454,18 +471,18 @@ fn layout_verdicts(
         }
     }
     let unit = best.summary.point.metric.unit.clone();
+    let time = table_value(median(best).unwrap_or(f64::NAN), &unit);
     let lead = if tied.is_empty() {
-        format!("{} was the fastest", comm_of(best))
+        format!("{} was the fastest ({time})", comm_of(best))
     } else {
         format!(
-            "{} had the lowest median, not distinguishable from {}",
+            "{} had the lowest median ({time}), not distinguishable from {}",
             comm_of(best),
             tied.join(", ")
         )
     };
     f.verdicts.push(format!(
-        "{at}: {lead} ({}); the others took {} of its time (95% CIs).",
-        table_value(median(best).unwrap_or(f64::NAN), &unit),
+        "{at}: {lead}; the others took {} of its time (95% CIs).",
         others.join(", ")
     ));
     // Each thread mechanism against the interrupt.
@@ -544,7 +561,13 @@ fn paper_threads_vs_sigio(
             .collect()
     };
     let (agree, disagree) = (list(expected), list(opposite));
-    let word = |o: Outcome| if o == Outcome::Faster { "faster" } else { "slower" };
+    let word = |o: Outcome| {
+        if o == Outcome::Faster {
+            "faster"
+        } else {
+            "slower"
+        }
+    };
     let verdict = if against.iter().all(|(_, o)| *o == Outcome::NoInterval) {
         "not measurable here: too few samples for confidence intervals".to_string()
     } else if agree.len() == against.len() {
@@ -605,14 +628,27 @@ fn thr2_best(at: &str, here: &[&PointData], seed: u64, f: &mut Findings) {
         v3.speed_ratio,
         ci(&v3)
     );
+    let beat: Vec<&str> = [("thr1", o1), ("thr3", o3)]
+        .iter()
+        .filter(|(_, o)| *o == Outcome::Slower)
+        .map(|(c, _)| *c)
+        .collect();
+    let tied: Vec<&str> = [("thr1", o1), ("thr3", o3)]
+        .iter()
+        .filter(|(_, o)| *o == Outcome::Tie)
+        .map(|(c, _)| *c)
+        .collect();
     let verdict = if o1 == Outcome::NoInterval || o3 == Outcome::NoInterval {
-        "not measurable here: too few samples for confidence intervals"
+        "not measurable here: too few samples for confidence intervals".to_string()
     } else if o1 == Outcome::Faster && o3 == Outcome::Faster {
-        "held"
-    } else if o1 == Outcome::Slower || o3 == Outcome::Slower {
-        "did not hold"
+        "held".to_string()
+    } else if !beat.is_empty() {
+        format!("did not hold: {} faster than thr2", beat.join(" and "))
     } else {
-        "not confirmed: thr2 tied with the best of the others"
+        format!(
+            "not confirmed: thr2 not distinguishable from {}",
+            tied.join(" and ")
+        )
     };
     f.verdicts.push(format!(
         "The paper's finding (thr2 the best of the three thread mechanisms) for {at}: {verdict} \
@@ -773,8 +809,14 @@ mod tests {
     #[test]
     fn thr2_faster_than_sigio_is_said_with_its_interval_and_its_cause() {
         let data = run(vec![
-            (point(0, Comm::Sigio, 2, 2, 1.0), samples(&around(1.00, 0.01), &split(0.38))),
-            (point(1, Comm::Thr2, 2, 2, 1.0), samples(&around(0.93, 0.01), &split(0.31))),
+            (
+                point(0, Comm::Sigio, 2, 2, 1.0),
+                samples(&around(1.00, 0.01), &split(0.38)),
+            ),
+            (
+                point(1, Comm::Thr2, 2, 2, 1.0),
+                samples(&around(0.93, 0.01), &split(0.31)),
+            ),
         ]);
         let v = verdicts(&data);
         let line = v
@@ -788,13 +830,15 @@ mod tests {
             "{line}"
         );
         assert!(
-            v.iter().any(|s| s.starts_with("LU at 2 ranks, two ranks per node: thr2 was the fastest")),
+            v.iter()
+                .any(|s| s.starts_with("LU at 2 ranks, two ranks per node: thr2 was the fastest")),
             "{v:#?}"
         );
         // Two ranks sharing a node, thr2 faster: the paper's finding held.
         assert!(
             v.iter()
-                .any(|s| s.starts_with("The paper's finding (threads faster") && s.contains(": held: thr2 faster")),
+                .any(|s| s.starts_with("The paper's finding (threads faster")
+                    && s.contains(": held: thr2 faster")),
             "{v:#?}"
         );
         assert!(v[0].starts_with("Every result verified: all 18"), "{v:#?}");
@@ -810,8 +854,14 @@ mod tests {
     #[test]
     fn overlapping_intervals_are_a_tie_and_the_paper_is_not_confirmed() {
         let data = run(vec![
-            (point(0, Comm::Sigio, 2, 1, 1.0), samples(&around(1.00, 0.05), &split(0.3))),
-            (point(1, Comm::Thr1, 2, 1, 1.0), samples(&around(1.005, 0.05), &split(0.3))),
+            (
+                point(0, Comm::Sigio, 2, 1, 1.0),
+                samples(&around(1.00, 0.05), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr1, 2, 1, 1.0),
+                samples(&around(1.005, 0.05), &split(0.3)),
+            ),
         ]);
         let v = verdicts(&data);
         assert!(
@@ -821,12 +871,15 @@ mod tests {
         );
         assert!(!v.iter().any(|s| s.contains("the difference is")), "{v:#?}");
         assert!(
-            v.iter().any(|s| s.contains("had the lowest median, not distinguishable")),
+            v.iter().any(|s| s.contains("had the lowest median (")
+                && s.contains("not distinguishable from thr1")),
             "{v:#?}"
         );
         assert!(
-            v.iter().any(|s| s.starts_with("The paper's finding (threads slightly slower")
-                && s.contains("not confirmed")),
+            v.iter().any(
+                |s| s.starts_with("The paper's finding (threads slightly slower")
+                    && s.contains("not confirmed")
+            ),
             "{v:#?}"
         );
     }
@@ -838,8 +891,14 @@ mod tests {
         let mut slow = split(0.3);
         slow[0].1 = 2.0 * 0.6;
         let data = run(vec![
-            (point(0, Comm::Sigio, 4, 1, 2.0), samples(&around(1.0, 0.01), &split(0.3))),
-            (point(1, Comm::Thr3, 4, 1, 2.0), samples(&around(1.1, 0.01), &slow)),
+            (
+                point(0, Comm::Sigio, 4, 1, 2.0),
+                samples(&around(1.0, 0.01), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr3, 4, 1, 2.0),
+                samples(&around(1.1, 0.01), &slow),
+            ),
         ]);
         let v = verdicts(&data);
         assert!(
@@ -849,7 +908,8 @@ mod tests {
             "{v:#?}"
         );
         assert!(
-            v.iter().any(|s| s.contains("not measurable here: the ranks share CPUs")),
+            v.iter()
+                .any(|s| s.contains("not measurable here: the ranks share CPUs")),
             "{v:#?}"
         );
     }
@@ -857,9 +917,18 @@ mod tests {
     #[test]
     fn thr2_best_of_three_and_wrong_results_are_counted() {
         let mut data = run(vec![
-            (point(0, Comm::Thr1, 2, 1, 1.0), samples(&around(1.10, 0.01), &split(0.3))),
-            (point(1, Comm::Thr2, 2, 1, 1.0), samples(&around(1.00, 0.01), &split(0.3))),
-            (point(2, Comm::Thr3, 2, 1, 1.0), samples(&around(1.05, 0.01), &split(0.3))),
+            (
+                point(0, Comm::Thr1, 2, 1, 1.0),
+                samples(&around(1.10, 0.01), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr2, 2, 1, 1.0),
+                samples(&around(1.00, 0.01), &split(0.3)),
+            ),
+            (
+                point(2, Comm::Thr3, 2, 1, 1.0),
+                samples(&around(1.05, 0.01), &split(0.3)),
+            ),
         ]);
         data.samples[2].1.push(Sample::without_result(
             9,
@@ -881,18 +950,71 @@ mod tests {
         assert!(
             f.limits
                 .iter()
-                .any(|l| l.starts_with("1 sample did not verify") && l.contains("LU thr3 at 2 ranks")),
+                .any(|l| l.starts_with("1 sample did not verify")
+                    && l.contains("LU thr3 at 2 ranks")),
             "{:?}",
             f.limits
         );
     }
 
     #[test]
+    fn thr2_beaten_or_tied_is_said_so() {
+        let data = run(vec![
+            (
+                point(0, Comm::Thr1, 2, 2, 1.0),
+                samples(&around(0.90, 0.01), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr2, 2, 2, 1.0),
+                samples(&around(1.00, 0.01), &split(0.3)),
+            ),
+            (
+                point(2, Comm::Thr3, 2, 2, 1.0),
+                samples(&around(1.002, 0.05), &split(0.3)),
+            ),
+        ]);
+        let v = verdicts(&data);
+        assert!(
+            v.iter()
+                .any(|s| s.starts_with("The paper's finding (thr2 the best")
+                    && s.contains(": did not hold: thr1 faster than thr2 (")),
+            "{v:#?}"
+        );
+        let data = run(vec![
+            (
+                point(0, Comm::Thr1, 2, 2, 1.0),
+                samples(&around(1.10, 0.01), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr2, 2, 2, 1.0),
+                samples(&around(1.00, 0.01), &split(0.3)),
+            ),
+            (
+                point(2, Comm::Thr3, 2, 2, 1.0),
+                samples(&around(1.002, 0.05), &split(0.3)),
+            ),
+        ]);
+        let v = verdicts(&data);
+        assert!(
+            v.iter()
+                .any(|s| s.starts_with("The paper's finding (thr2 the best")
+                    && s.contains(": not confirmed: thr2 not distinguishable from thr3 (")),
+            "{v:#?}"
+        );
+    }
+
+    #[test]
     fn waiting_growth_is_reported_per_layout() {
         let data = run(vec![
-            (point(0, Comm::Sigio, 2, 1, 1.0), samples(&around(1.0, 0.01), &split(0.1))),
+            (
+                point(0, Comm::Sigio, 2, 1, 1.0),
+                samples(&around(1.0, 0.01), &split(0.1)),
+            ),
             // Sums over 4 ranks: 0.2 s each.
-            (point(1, Comm::Sigio, 4, 1, 1.0), samples(&around(1.0, 0.01), &split(0.4))),
+            (
+                point(1, Comm::Sigio, 4, 1, 1.0),
+                samples(&around(1.0, 0.01), &split(0.4)),
+            ),
         ]);
         let v = verdicts(&data);
         assert!(

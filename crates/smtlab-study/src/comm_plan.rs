@@ -109,7 +109,7 @@ pub enum CommPlanError {
 /// with the CPU count itself when it is even and not a power of two; never
 /// past [`MAX_RANKS`].
 pub fn rank_ladder(cpus: usize) -> Vec<usize> {
-    let top = cpus.max(4).min(MAX_RANKS);
+    let top = cpus.clamp(4, MAX_RANKS);
     let mut v: Vec<usize> = std::iter::successors(Some(2usize), |n| n.checked_mul(2))
         .take_while(|&n| n <= top)
         .collect();
@@ -477,7 +477,9 @@ mod tests {
         let topo = smtlab_topology::synthetic::parse("package:2 core:8 pu:1").unwrap();
         let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
         assert_eq!(spec.threads, [2, 4, 8, 16]);
-        assert!(points.iter().any(|p| p.workers == 16 && per_node_of(p) == 2));
+        assert!(points
+            .iter()
+            .any(|p| p.workers == 16 && per_node_of(p) == 2));
         assert!(points.iter().any(|p| p.workers == 8 && per_node_of(p) == 1));
         assert!(points.iter().all(|p| p.oversubscription == 1.0));
         assert_eq!(points.len(), 5 * 3 * 4 * 2);
@@ -518,7 +520,10 @@ mod tests {
                 panic!("ranks")
             };
             // n is SOR's and LU's, not TSP's.
-            assert_eq!(params.get("n").map(String::as_str), (app == "sor").then_some("64"));
+            assert_eq!(
+                params.get("n").map(String::as_str),
+                (app == "sor").then_some("64")
+            );
         }
         let odd = CommAsk {
             threads: Some(vec![2, 3]),
@@ -540,7 +545,10 @@ mod tests {
         };
         assert!(bad(&[("per_node", "2")], None).starts_with("--param per_node: "));
         let e = bad(&[("cities", "9")], Some(vec!["sor".into()]));
-        assert!(e.starts_with("--param cities: none of the study's applications (sor)"), "{e}");
+        assert!(
+            e.starts_with("--param cities: none of the study's applications (sor)"),
+            "{e}"
+        );
         let e = bad(&[("n", "7")], None);
         assert!(e.starts_with("--param n=7: "), "{e}");
         let e = plan_comm(

@@ -12,8 +12,7 @@ use smtlab_plan::{expand, PlanError};
 use smtlab_topology::placement::place;
 use smtlab_topology::Topology;
 use smtlab_types::{
-    Comm, MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind,
-    StudyMeta,
+    Comm, MetricSpec, Mode, Model, Point, PolicySpec, Program, RunSpec, Spawn, StudyKind, StudyMeta,
 };
 
 use crate::comm_plan::CommPlanError;
@@ -346,9 +345,7 @@ pub fn plan(
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
         StudyKind::Pairs | StudyKind::Web | StudyKind::Chat | StudyKind::Comm => {
-            unreachable!(
-                "the pairs, web, chat and comm studies are planned by their own functions"
-            )
+            unreachable!("the pairs, web, chat and comm studies are planned by their own functions")
         }
     };
     let mut mode = req.mode;

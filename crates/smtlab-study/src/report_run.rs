@@ -176,9 +176,12 @@ pub fn report_run(
     let data = run_data(store, run_id, run.seed)?;
     let meta = spec.study.clone();
     let is_pairs = meta.as_ref().is_some_and(|m| m.kind == StudyKind::Pairs);
+    let is_comm = meta.as_ref().is_some_and(|m| m.kind == StudyKind::Comm);
     // A pairs study's points are co-runs, not a sweep: the scaling
-    // analysis has nothing to say about them; its pairings do.
-    let analysis = if is_pairs {
+    // analysis has nothing to say about them; its pairings do. A comm
+    // study's rank count is how a problem is divided, not a worker count to
+    // recommend: its findings compare the mechanisms at each count instead.
+    let analysis = if is_pairs || is_comm {
         Analysis {
             series: Vec::new(),
             smt_yields: Vec::new(),

@@ -35,7 +35,7 @@ pub use point::{
     VARIANT_PARAMS,
 };
 pub use policy::{Policy, PolicyError, PolicySpec};
-pub use run::{HostFacts, RunRecord, RunStatus, RunSummary};
+pub use run::{HostFacts, RunRecord, RunStatus, RunSummary, SharedHost};
 pub use run_spec::{MetricRegex, MetricSpec, RunSpec};
 pub use sample::{
     CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus, WorkerSample,

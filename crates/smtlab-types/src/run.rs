@@ -105,4 +105,19 @@ pub struct HostFacts {
     pub perf_event_paranoid: Option<i32>,
     /// 1, 5 and 15 minute load averages before the run started.
     pub load_avg: Option<[f64; 3]>,
+    /// Other tasks of the same launcher's job ran on this host beside the
+    /// run (`--shared-host`), so their measurements may have disturbed each
+    /// other; absent when the run had its host to itself as far as the
+    /// launcher said (and in runs stored before this fact existed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_host: Option<SharedHost>,
+}
+
+/// A launcher's job ran more than one task on the run's host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedHost {
+    /// `Open MPI`, `Slurm` or `PMI`.
+    pub launcher: String,
+    /// The job's tasks on this host, the run's own included.
+    pub tasks: usize,
 }

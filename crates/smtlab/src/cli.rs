@@ -56,6 +56,8 @@ enum Command {
     Compare(commands::compare::CompareArgs),
     /// List the runs in a store
     Runs(commands::runs::RunsArgs),
+    /// Merge stores (one per host) into one; merging again adds only what is new
+    Merge(commands::merge::MergeArgs),
     /// Show one stored run: how it was made, the machine, the results
     Show(commands::show::ShowArgs),
     /// One rank of a DSM run under a launcher (mpirun, srun); rank 0 stores the run
@@ -106,6 +108,7 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Load(a) => commands::load::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Runs(a) => commands::runs::run(a),
+        Command::Merge(a) => commands::merge::run(a),
         Command::Show(a) => commands::show::run(a),
         Command::Rank(a) => commands::rank::run(*a),
         Command::Worker => commands::worker::run(),

@@ -290,6 +290,25 @@ pub fn synthetic(text: &str) -> Result<Topology, BadValue> {
     smtlab_topology::synthetic::parse(text).map_err(|e| bad(e.to_string()))
 }
 
+/// `--db PATH`: the store, its `{host}` and `{rank}` filled in
+/// (`db_path`).
+pub fn db(text: &str) -> Result<std::path::PathBuf, BadValue> {
+    placeholders("--db", text)
+}
+
+/// `-o DIR` of a report: its `{host}` and `{rank}` filled in, so the
+/// tasks of a fleet on a shared directory write apart.
+pub fn report_dir(text: &str) -> Result<std::path::PathBuf, BadValue> {
+    placeholders("-o", text)
+}
+
+fn placeholders(flag: &str, text: &str) -> Result<std::path::PathBuf, BadValue> {
+    crate::db_path::expand(flag, text, smtlab_store::host_name, || {
+        smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok()).map(|l| l.map(|l| l.rank))
+    })
+    .map_err(bad)
+}
+
 /// A run named on the command line: its id, or `latest`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunRef {

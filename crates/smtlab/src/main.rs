@@ -3,9 +3,11 @@
 
 mod cli;
 mod commands;
+mod db_path;
 mod exit;
 mod flags;
 mod output;
+mod shared_host;
 
 /// The commit smtlab was built from (`-dirty` with local changes), or
 /// `unknown` outside a git checkout.

@@ -57,7 +57,10 @@ fn the_default_plan_here_is_five_mechanisms_three_applications_and_four_layouts(
     let limits = doc["limits"].to_string();
     if cpus <= 2 {
         assert_eq!(points.len(), 60);
-        assert!(limits.contains("at 4 ranks the ranks share CPUs"), "{limits}");
+        assert!(
+            limits.contains("at 4 ranks the ranks share CPUs"),
+            "{limits}"
+        );
     }
     let notes = doc["notes"].to_string();
     assert!(notes.contains("Problem sizes: sor"), "{notes}");
@@ -150,7 +153,15 @@ fn flags_that_do_not_apply_are_one_line_and_exit_2() {
         "--param per_node",
     );
     assert_usage_error(
-        &["study", "comm", "-w", "sor", "--param", "cities=9", "--dry-run"],
+        &[
+            "study",
+            "comm",
+            "-w",
+            "sor",
+            "--param",
+            "cities=9",
+            "--dry-run",
+        ],
         "--param cities: none of the study's applications (sor)",
     );
     assert_usage_error(

@@ -22,8 +22,26 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
         .filter_map(workload::builtin)
         .map(|w| w.info())
         .collect();
+    // The DSM applications run as ranks with a mechanism (`--comm`), not
+    // as workers of a model: listed apart, with the DSM's own parameters.
+    let dsm: Vec<serde_json::Value> = smtlab_dsm_apps::APPS
+        .iter()
+        .filter_map(|name| name.parse::<smtlab_dsm_apps::App>().ok())
+        .map(|app| {
+            let params: Vec<serde_json::Value> = app
+                .params()
+                .iter()
+                .map(|p| {
+                    serde_json::json!({"name": p.name, "default": p.default, "min": p.min,
+                        "max": p.max, "help": p.what})
+                })
+                .collect();
+            serde_json::json!({"name": app.name(), "params": params})
+        })
+        .collect();
     if a.json {
-        let doc = serde_json::json!({ "schema": "smtlab.workloads/1", "workloads": infos });
+        let doc = serde_json::json!({ "schema": "smtlab.workloads/1", "workloads": infos,
+            "dsm_applications": dsm });
         return output::print(&(serde_json::to_string_pretty(&doc)? + "\n")).map(|_| 0);
     }
     let mut s = String::new();
@@ -61,5 +79,31 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
         }
         s.push('\n');
     }
+    writeln!(
+        s,
+        "DSM applications (-w NAME --comm sigio,thr1,thr2,thr3,poll -n RANKS): run by N ranks \
+         over smtlab's software DSM, metric wall time of the parallel section in s, verified by \
+         rank 0 against a sequential run of the same input"
+    )?;
+    for app in &dsm {
+        writeln!(s, "{}:", app["name"].as_str().unwrap_or(""))?;
+        for p in app["params"].as_array().into_iter().flatten() {
+            writeln!(
+                s,
+                "  --param {}={}  {} ({} to {})",
+                p["name"].as_str().unwrap_or(""),
+                p["default"],
+                p["help"].as_str().unwrap_or(""),
+                p["min"],
+                p["max"]
+            )?;
+        }
+    }
+    writeln!(
+        s,
+        "  and for every one: --param loss=0  fraction of datagrams dropped on send (0 to {}); \
+         --param per_node=1  ranks sharing a node's CPUs (1 or 2)",
+        smtlab_dsm::MAX_LOSS
+    )?;
     output::print(&s).map(|_| 0)
 }

@@ -9,6 +9,7 @@ pub mod list;
 pub mod load;
 pub mod load_chat;
 pub mod man;
+pub mod merge;
 pub mod pairs;
 pub mod pin;
 pub mod place;

@@ -69,8 +69,8 @@ pub struct RankArgs {
     /// run)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// SQLite store rank 0 records the run in
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store rank 0 records the run in ({host}: this host's name)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
     /// Rank 0 prints one JSON object instead of the summary
     #[arg(long)]

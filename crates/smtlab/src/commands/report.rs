@@ -1,12 +1,16 @@
 //! `smtlab report [RUN] [-o DIR]`: analyse a stored run (a study or a plain
 //! run) and write its report (`smtlab_study::report_run`: report.html with
 //! inline SVG charts, every chart as PNG and SVG, summary.md, samples.csv
-//! and results.json), then print its findings.
+//! and results.json), then print its findings; `smtlab report --fleet`:
+//! the report of every host in a merged store (`smtlab_report::
+//! write_fleet_report`).
 
 use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use smtlab_analyse::fleet::load_fleet;
+use smtlab_report::{default_fleet_dir, fleet_json, fleet_tables, write_fleet_report};
 use smtlab_store::{RunStatus, Store};
 use smtlab_study::findings::Findings;
 use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
@@ -22,11 +26,20 @@ pub struct ReportArgs {
     /// Run id (see `smtlab runs`), or `latest`
     #[arg(value_name = "RUN", default_value = "latest", value_parser = flags::run_ref("RUN"))]
     pub run: RunRef,
-    /// Report directory [default: smtlab-reports/run-RUN]
-    #[arg(short = 'o', long, value_name = "DIR")]
+    /// Report the fleet instead of a run: a store merged from many hosts
+    /// (`smtlab merge`), a chart per workload with a line per host (each
+    /// host's latest run of it), each host's recommendation, and the facts
+    /// of the machines that differ
+    #[arg(long, conflicts_with = "run")]
+    pub fleet: bool,
+    /// Report directory ({host}, {rank} as in --db) [default:
+    /// smtlab-reports/run-RUN; with --fleet, smtlab-reports/fleet]
+    #[arg(short = 'o', long, value_name = "DIR", value_parser = flags::report_dir)]
     pub out: Option<PathBuf>,
-    /// SQLite store
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store; {host} and {rank} in it are this host's name
+    /// (SMTLAB_HOSTNAME replaces it) and the launcher's rank
+    /// (`--db /shared/{host}.db`)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
     /// Print the analysis as JSON instead of text
     #[arg(long)]
@@ -104,6 +117,9 @@ pub fn render_findings_of(b: &ReportedRun, findings: &Findings) -> String {
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
+    if a.fleet {
+        return fleet(&a);
+    }
     let store = Store::open_read_only(&a.db).map_err(usage)?;
     let run_id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
@@ -122,6 +138,52 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         ));
     }
     s.push_str(&render_findings(&b));
+    output::print(&s)?;
+    Ok(0)
+}
+
+/// `report --fleet`: load every host's latest run of each workload, write
+/// the fleet's report, print its tables.
+fn fleet(a: &ReportArgs) -> anyhow::Result<i32> {
+    let store = Store::open_read_only(&a.db).map_err(usage)?;
+    let fleet = load_fleet(&store)?;
+    if fleet.hosts.is_empty() {
+        return Err(usage(format!(
+            "--fleet: {} holds no run with a result",
+            a.db.display()
+        )));
+    }
+    let dir = a.out.clone().unwrap_or_else(default_fleet_dir);
+    let files = write_fleet_report(&fleet, &dir)?;
+    if a.json {
+        let mut doc = fleet_json(&fleet);
+        doc["report"] = serde_json::to_value(&files.dir)?;
+        doc["html"] = serde_json::to_value(&files.html)?;
+        output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+        return Ok(0);
+    }
+    let t = fleet_tables(&fleet);
+    let mut s = format!("{}\n\n", files.dir.display());
+    s.push_str(&render_table(&t.hosts));
+    let _ = writeln!(s, "\nMachines: {}", fleet.facts.sentence);
+    if let Some(d) = &t.differences {
+        s.push_str(&render_table(d));
+    }
+    s.push('\n');
+    s.push_str(&render_table(&t.recommendations));
+    if !fleet.notes.is_empty() {
+        let _ = writeln!(s, "\nNotes:");
+        for n in &fleet.notes {
+            let _ = writeln!(s, "  * {n}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nReport: {} ({} charts as PNG and SVG, summary.md, fleet.json in {})",
+        files.html.display(),
+        files.charts.len() / 2,
+        files.dir.display()
+    );
     output::print(&s)?;
     Ok(0)
 }

@@ -205,6 +205,9 @@ fn render_extras(reports: &[PointSummary]) -> String {
         let items: Vec<String> = r
             .extras
             .iter()
+            // A DSM point's per-rank split (`rank.3.wait_s`) is for `show
+            // --json` and `study comm`'s tables; the line keeps the totals.
+            .filter(|(k, _)| !k.starts_with("rank."))
             .map(|(k, v)| {
                 if k.ends_with("_share") {
                     format!("{k} {:.1}%", v * 100.0)

@@ -13,8 +13,8 @@ use smtlab_execute::SampleContext;
 use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
 use smtlab_plan::allocator::{Allocator, Preloads};
-use smtlab_store::{collect_host_facts, NewRun, RunStatus, Store};
-use smtlab_types::{Comm, Mode, Model, Point, Program, RunSpec, SampleStatus, Spawn};
+use smtlab_store::{collect_host_facts, HostFacts, NewRun, RunStatus, Store};
+use smtlab_types::{Comm, Mode, Model, Point, Program, RunSpec, SampleStatus, SharedHost, Spawn};
 
 use super::program_args::ProgramArgs;
 use super::results;
@@ -153,9 +153,16 @@ pub struct RunArgs {
     /// Do not open perf counters
     #[arg(long)]
     pub no_counters: bool,
-    /// SQLite store
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store; {host} and {rank} in it are this host's name
+    /// (SMTLAB_HOSTNAME replaces it) and the launcher's rank
+    /// (`--db /shared/{host}.db`)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
+    /// Measure even when a launcher (mpirun, srun) runs other tasks of this
+    /// job on this host (they disturb each other's measurements; the run
+    /// records it)
+    #[arg(long)]
+    pub shared_host: bool,
     /// Print every point and its CPUs, run nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -239,6 +246,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         ));
     }
     let topo = a.source.load()?;
+    let shared = if a.dry_run {
+        None
+    } else {
+        one_task_per_host(a.shared_host)?
+    };
     let (store, run_id, spec, points, preloads) = match a.resume {
         Some(id) => {
             let store = Store::open_existing(&a.db).map_err(usage)?;
@@ -275,7 +287,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             if a.dry_run {
                 return print_plan(&spec, &points, a.json);
             }
-            let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points)?;
+            let (store, run_id, stored) = create_shared_run(&a.db, &spec, &topo, &points, shared)?;
             (store, run_id, spec, stored, Preloads::of(&a.alloc))
         }
     };
@@ -299,6 +311,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     Ok(crate::exit::of_results(run_id, &reports))
 }
 
+/// Whether this task may measure on this host (`shared_host`: one task
+/// per host, or `--shared-host`): what the run's host facts record, or the
+/// one-line usage error. A shared host is warned about here, before
+/// anything runs.
+pub fn one_task_per_host(allowed: bool) -> anyhow::Result<Option<SharedHost>> {
+    let launcher = smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok());
+    let shared = crate::shared_host::check(launcher, allowed).map_err(usage)?;
+    if let Some(s) = &shared {
+        eprintln!("{}", crate::shared_host::warning(s));
+    }
+    Ok(shared)
+}
+
 /// A new run in its store: the store, the run id, and each point with its id.
 pub type NewlyStored = (Store, i64, Vec<(i64, Point)>);
 
@@ -309,6 +334,18 @@ pub fn create_run(
     topo: &smtlab_topology::Topology,
     points: &[Point],
 ) -> anyhow::Result<NewlyStored> {
+    create_shared_run(db, spec, topo, points, None)
+}
+
+/// [`create_run`], the host facts saying whether the run shares its host
+/// with other tasks of a launcher's job ([`one_task_per_host`]).
+pub fn create_shared_run(
+    db: &std::path::Path,
+    spec: &RunSpec,
+    topo: &smtlab_topology::Topology,
+    points: &[Point],
+    shared: Option<SharedHost>,
+) -> anyhow::Result<NewlyStored> {
     let store = Store::open(db).map_err(usage)?;
     let topo_json = serde_json::to_value(topo)?;
     let new = NewRun {
@@ -317,7 +354,10 @@ pub fn create_run(
         git_commit: Some(crate::GIT_COMMIT.to_string()),
         seed: spec.seed,
         config_json: serde_json::to_value(spec)?,
-        host: collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone()),
+        host: HostFacts {
+            shared_host: shared,
+            ..collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone())
+        },
     };
     let run_id = store.create_run(&new)?;
     let mut stored = Vec::new();

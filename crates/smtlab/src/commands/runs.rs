@@ -7,12 +7,15 @@ use clap::Args;
 use smtlab_store::Store;
 
 use crate::exit::usage;
+use crate::flags;
 use crate::output;
 
 #[derive(Args, Debug)]
 pub struct RunsArgs {
-    /// SQLite store
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store; {host} and {rank} in it are this host's name
+    /// (SMTLAB_HOSTNAME replaces it) and the launcher's rank
+    /// (`--db /shared/{host}.db`)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
     /// Print JSON
     #[arg(long)]
@@ -48,21 +51,29 @@ pub fn run(a: RunsArgs) -> anyhow::Result<i32> {
         return output::print(&(serde_json::to_string_pretty(&runs)? + "\n")).map(|_| 0);
     }
     let mut s = String::new();
+    // A merged store holds the runs of many hosts: each run's host, as
+    // wide as the longest name.
+    let host = |r: &smtlab_store::RunSummary| r.hostname.clone().unwrap_or_else(|| "?".into());
+    let width = runs
+        .iter()
+        .map(|r| host(r).chars().count())
+        .fold(4, usize::max);
     writeln!(
         s,
-        "{:>4}  {:<19}  {:<11} {:>6} {:>8} {:>7}  command",
-        "run", "started (UTC)", "status", "points", "samples", "failed"
+        "{:>4}  {:<19}  {:<11} {:>6} {:>8} {:>7}  {:<width$}  command",
+        "run", "started (UTC)", "status", "points", "samples", "failed", "host"
     )?;
     for r in runs {
         writeln!(
             s,
-            "{:>4}  {:<19}  {:<11} {:>6} {:>8} {:>7}  {}",
+            "{:>4}  {:<19}  {:<11} {:>6} {:>8} {:>7}  {:<width$}  {}",
             r.id,
             utc(r.started_at),
             r.status.as_str(),
             r.points,
             r.samples,
             r.failed_samples,
+            host(&r),
             r.command_line.join(" ")
         )?;
     }

@@ -19,8 +19,10 @@ pub struct ShowArgs {
     /// Run id (see `smtlab runs`), or `latest`
     #[arg(value_name = "RUN", default_value = "latest", value_parser = flags::run_ref("RUN"))]
     pub run: RunRef,
-    /// SQLite store
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store; {host} and {rank} in it are this host's name
+    /// (SMTLAB_HOSTNAME replaces it) and the launcher's rank
+    /// (`--db /shared/{host}.db`)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
     /// Print JSON (the same document as `run --json`, plus the run record)
     #[arg(long)]
@@ -86,6 +88,13 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
         field("thp"),
         field("perf_event_paranoid")
     )?;
+    if let Some(sh) = &rec.host.shared_host {
+        writeln!(
+            s,
+            "  shared its host: {} ran {} tasks of the job on it (--shared-host)",
+            sh.launcher, sh.tasks
+        )?;
+    }
     s.push_str(&results::render_table(id, rec.status, &reports));
     output::print(&s).map(|_| 0)
 }

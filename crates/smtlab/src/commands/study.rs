@@ -497,7 +497,14 @@ fn check_report_dir(out: Option<&Path>) -> anyhow::Result<()> {
 fn render(kind: StudyKind, run_id: i64, status: RunStatus, b: &ReportedRun) -> String {
     let mut s = String::new();
     s.push_str(&format!("smtlab study {kind}: {}\n\n", kind.question()));
-    let reports: Vec<_> = b.data.points.iter().map(|p| p.summary.clone()).collect();
+    let mut reports: Vec<_> = b.data.points.iter().map(|p| p.summary.clone()).collect();
+    if kind == StudyKind::Comm {
+        // Every statistic of every rank: the study's tables show them per
+        // mechanism, and results.json and samples.csv keep them all.
+        for r in &mut reports {
+            r.extras.clear();
+        }
+    }
     s.push_str(&results::render_table(run_id, status, &reports));
     match b.pairs.as_ref().and_then(|p| p.analysis.as_ref()) {
         Some(a) => {
