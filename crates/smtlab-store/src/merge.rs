@@ -166,10 +166,14 @@ impl Store {
     /// Merge the stores `inputs` into `output` (created if missing): check
     /// every file, then copy what the output lacks in one transaction. One
     /// summary per input, in order. See the module's documentation.
-    pub fn merge(inputs: &[PathBuf], output: &Path) -> Result<Vec<MergeSummary>, MergeError> {
+    pub fn merge<P: AsRef<Path>>(
+        inputs: &[P],
+        output: &Path,
+    ) -> Result<Vec<MergeSummary>, MergeError> {
+        let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_ref()).collect();
         // 1. Every file checked; nothing written anywhere.
         let output_file = std::fs::metadata(output).ok().map(|m| (m.dev(), m.ino()));
-        for input in inputs {
+        for input in &inputs {
             check_input(input, output, output_file)?;
         }
         let refused_output = |e: StoreError| refused("-o ", output, e);
@@ -197,16 +201,11 @@ impl Store {
     fn merge_from(&self, sources: &[Store]) -> Result<Vec<MergeSummary>, MergeError> {
         let err = |e| self.err("merging", e);
         let staging = Staging::create(self)?;
-        // One read snapshot of the output while staging: its reads see one
-        // state, its temporary tables are written without a lock on it.
-        let snapshot =
-            Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred).map_err(err)?;
         let plans = sources
             .iter()
             .enumerate()
             .map(|(k, src)| staging.stage(k as i64, src))
             .collect::<Result<Vec<Plan>, StoreError>>()?;
-        snapshot.commit().map_err(err)?;
         // IMMEDIATE: the write lock now, waiting (busy_timeout) for a run
         // that is committing a sample, rather than failing on a lock
         // upgrade half-way.
@@ -285,8 +284,6 @@ struct Plan {
 struct StagedRun {
     id: i64,
     uid: String,
-    status: String,
-    finished_at: Option<f64>,
 }
 
 /// A run's state, compared between an input and the output to leave alone
@@ -372,11 +369,9 @@ impl<'a> Staging<'a> {
     }
 
     /// Stage the runs of input `src` the output lacks or holds in another
-    /// state, from one snapshot of it; the output is only read.
+    /// state; the output is only read.
     fn stage(&self, src: i64, input: &Store) -> Result<Plan, StoreError> {
         let err = |e| input.err("reading it for the merge", e);
-        let _snapshot =
-            Transaction::new_unchecked(&input.conn, TransactionBehavior::Deferred).map_err(err)?;
         let store_id = input.store_id()?;
         let runs: Vec<(i64, Option<String>, Option<String>)> = input
             .conn
@@ -421,12 +416,7 @@ impl<'a> Staging<'a> {
                 }
             }
             self.stage_run(src, input, id)?;
-            plan.runs.push(StagedRun {
-                id,
-                uid,
-                status: theirs.0,
-                finished_at: theirs.1,
-            });
+            plan.runs.push(StagedRun { id, uid });
         }
         plan.summary.hosts = hosts.into_iter().collect();
         Ok(plan)
@@ -451,8 +441,17 @@ impl<'a> Staging<'a> {
     }
 
     /// Copy one run of the input with its points, samples, workers and
-    /// counters into the staging tables, every column as it is.
+    /// counters into the staging tables, every column as it is, from one
+    /// snapshot of the input. A transaction per run: where the input is
+    /// not in WAL mode (a filesystem without shared memory), reading it
+    /// holds back a run writing to it, for one run at a time. The output's
+    /// transaction writes only its temporary tables: no lock on the output.
     fn stage_run(&self, src: i64, input: &Store, run_id: i64) -> Result<(), StoreError> {
+        let context = || format!("staging run {run_id}");
+        let snapshot = Transaction::new_unchecked(&input.conn, TransactionBehavior::Deferred)
+            .map_err(|e| input.err(context(), e))?;
+        let staged = Transaction::new_unchecked(&self.out.conn, TransactionBehavior::Deferred)
+            .map_err(|e| self.out.err(context(), e))?;
         const OF_RUN: &str = "IN (SELECT s.id FROM samples s JOIN points p ON p.id = s.point_id \
                               WHERE p.run_id = ?1)";
         for (table, filter) in [
@@ -478,32 +477,31 @@ impl<'a> Staging<'a> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let context = || format!("staging the {table} of run {run_id}");
+            let what = || format!("staging the {table} of run {run_id}");
             let mut reader = input
                 .conn
                 .prepare_cached(&read)
-                .map_err(|e| input.err(context(), e))?;
+                .map_err(|e| input.err(what(), e))?;
             let mut writer = self
                 .out
                 .conn
                 .prepare_cached(&write)
-                .map_err(|e| self.out.err(context(), e))?;
-            let mut rows = reader
-                .query([run_id])
-                .map_err(|e| input.err(context(), e))?;
+                .map_err(|e| self.out.err(what(), e))?;
+            let mut rows = reader.query([run_id]).map_err(|e| input.err(what(), e))?;
             let mut values: Vec<Value> = Vec::with_capacity(cols.len() + 1);
-            while let Some(row) = rows.next().map_err(|e| input.err(context(), e))? {
+            while let Some(row) = rows.next().map_err(|e| input.err(what(), e))? {
                 values.clear();
                 values.push(Value::Integer(src));
                 for i in 0..cols.len() {
-                    values.push(row.get(i).map_err(|e| input.err(context(), e))?);
+                    values.push(row.get(i).map_err(|e| input.err(what(), e))?);
                 }
                 writer
                     .execute(params_from_iter(values.iter()))
-                    .map_err(|e| self.out.err(context(), e))?;
+                    .map_err(|e| self.out.err(what(), e))?;
             }
         }
-        Ok(())
+        staged.commit().map_err(|e| self.out.err(context(), e))?;
+        snapshot.commit().map_err(|e| input.err(context(), e))
     }
 
     /// Write one input's staged runs into the output, inside the merge's
@@ -577,26 +575,32 @@ impl<'a> Staging<'a> {
         };
 
         let mut changed = points + samples > 0;
-        // The input's status and end when its copy holds every sample the
-        // output has of the run (so it is the newer copy) and it brought
-        // samples or ended the run.
-        let complete: bool = out
+        // The input's status and end (as staged, with its samples) when its
+        // copy holds every sample the output has of the run (so it is the
+        // newer copy) and it brought samples or ended the run.
+        let (status, finished_at, complete): (String, Option<f64>, bool) = out
             .conn
             .prepare_cached(
-                "SELECT (SELECT count(*) FROM temp.merge_samples s \
+                "SELECT r.status, r.finished_at, \
+                 (SELECT count(*) FROM temp.merge_samples s \
                    JOIN temp.merge_points p ON p.src = s.src AND p.id = s.point_id \
                    WHERE p.src = ?1 AND p.run_id = ?2) \
                  = (SELECT count(*) FROM main.samples s \
-                   JOIN main.points p ON p.id = s.point_id WHERE p.run_id = ?3)",
+                   JOIN main.points p ON p.id = s.point_id WHERE p.run_id = ?3) \
+                 FROM temp.merge_runs r WHERE r.src = ?1 AND r.id = ?2",
             )
-            .and_then(|mut st| st.query_row(params![src, run.id, run_id], |r| r.get(0)))
+            .and_then(|mut st| {
+                st.query_row(params![src, run.id, run_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+            })
             .map_err(err)?;
-        let ends_it = found.status == "running" && run.status != "running";
+        let ends_it = found.status == "running" && status != "running";
         if complete && (samples > 0 || ends_it) {
             changed |= exec(
                 "UPDATE main.runs SET status = ?1, finished_at = ?2 \
                  WHERE id = ?3 AND (status IS NOT ?1 OR finished_at IS NOT ?2)",
-                params![run.status, run.finished_at, run_id],
+                params![status, finished_at, run_id],
             )? > 0;
         }
         changed |= exec(OUTLIERS, params![src, run.id, run_id])? > 0;
@@ -795,7 +799,7 @@ mod tests {
         v3_store(&old, 1.7e9 + 0.123_456_7);
         std::fs::copy(&old, &copy).unwrap();
 
-        let s = Store::merge(&[old.clone()], &out).unwrap();
+        let s = Store::merge(&[&old], &out).unwrap();
         assert_eq!(
             (s[0].runs_added, s[0].hosts.clone()),
             (1, vec!["old".to_string()])
@@ -812,7 +816,7 @@ mod tests {
             .unwrap();
         assert_eq!(uid, "pre4-1-1700000000123456-18446744073709551615");
 
-        let s = Store::merge(&[copy.clone(), old.clone()], &out).unwrap();
+        let s = Store::merge(&[&copy, &old], &out).unwrap();
         assert_eq!((s[0].runs_added, s[0].runs_present), (0, 1));
         assert_ne!(
             s[0].store_id, s[1].store_id,

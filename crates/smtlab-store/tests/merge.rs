@@ -210,8 +210,7 @@ fn db(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn merge(inputs: &[&Path], output: &Path) -> Result<Vec<MergeSummary>, MergeError> {
-    let inputs: Vec<PathBuf> = inputs.iter().map(|p| p.to_path_buf()).collect();
-    Store::merge(&inputs, output)
+    Store::merge(inputs, output)
 }
 
 /// Every row of `sql` as SQLite's values: two equal lists hold the same
@@ -694,6 +693,56 @@ fn a_merge_beside_a_writer_loses_none_of_its_samples() {
         assert_eq!(*s, full_sample(seq));
     }
     assert_eq!(writer.runs().unwrap().len(), 21);
+}
+
+/// A store merged again and again while its run writes samples into it:
+/// every merge sees whole samples, and once the run has ended one more
+/// merge leaves the output's copy equal to it, row for row.
+#[test]
+fn merging_a_store_while_its_run_writes_converges_to_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, out) = (db(dir.path(), "a.db"), db(dir.path(), "out.db"));
+    let sa = Store::open(&a).unwrap();
+    let run = sa.create_run(&new_run("alpha", 1)).unwrap();
+    let points = [
+        sa.add_point(run, &builtin_point(0)).unwrap(),
+        sa.add_point(run, &command_point(1)).unwrap(),
+    ];
+    let writing = std::thread::spawn(move || {
+        for seq in 0..150 {
+            sa.add_sample(points[seq % 2], &full_sample(seq / 2))
+                .unwrap();
+        }
+        sa.set_outliers(points[0], &[7]).unwrap();
+        sa.finish_run(run, RunStatus::Complete).unwrap();
+    });
+    let mut merges = 0;
+    while !writing.is_finished() {
+        merge(&[&a], &out).unwrap();
+        merges += 1;
+        // Every sample merged so far is whole: its workers and counters.
+        let c = Connection::open(&out).unwrap();
+        let orphans: i64 = c
+            .query_row(
+                "SELECT count(*) FROM samples s WHERE s.status = 'ok' AND \
+                 (SELECT count(*) FROM worker_samples w WHERE w.sample_id = s.id) <> 2",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0);
+    }
+    writing.join().unwrap();
+    let s = merge(&[&a], &out).unwrap();
+    assert!(s[0].runs_added + s[0].runs_present == 1);
+    let so = Store::open(&out).unwrap();
+    let merged = so.runs().unwrap()[0].id;
+    assert_eq!(
+        run_rows(&out, merged),
+        run_rows(&a, run),
+        "after {merges} merges"
+    );
+    assert_eq!(so.run(merged).unwrap().status, RunStatus::Complete);
 }
 
 /// Not a benchmark and asserts nothing about time: prints what a merge of

@@ -46,7 +46,10 @@ fn main() {
 
     let mut doc = serde_json::Map::new();
     let mut best_ratio = f64::INFINITY;
-    for (label, cpus) in [("pinned to CPUs 0 and 1", pinned), ("unpinned", [None, None])] {
+    for (label, cpus) in [
+        ("pinned to CPUs 0 and 1", pinned),
+        ("unpinned", [None, None]),
+    ] {
         let mut plain = Vec::new();
         let mut per: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
         let mut ratios: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
@@ -103,7 +106,11 @@ fn main() {
     }
     println!(
         "\nbest mechanism (pinned) / plain UDP: {best_ratio:.2}x (target <= {TARGET_RATIO}): {}",
-        if best_ratio <= TARGET_RATIO { "met" } else { "MISSED" }
+        if best_ratio <= TARGET_RATIO {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
 
     println!("\n5% injected loss, 2 ranks:");
@@ -147,9 +154,11 @@ fn main() {
                 r.verified,
                 r.wall_s
             );
-            loss.push(serde_json::json!({"app": app, "comm": comm.as_str(), "verified": r.verified,
+            loss.push(
+                serde_json::json!({"app": app, "comm": comm.as_str(), "verified": r.verified,
                 "wall_s": r.wall_s, "messages": msgs, "injected_drops": drops,
-                "retransmissions": retx, "duplicates_dropped": dups}));
+                "retransmissions": retx, "duplicates_dropped": dups}),
+            );
         }
     }
     println!(

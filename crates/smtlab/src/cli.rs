@@ -52,7 +52,7 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// Load a server: HTTP requests/s and latency, closed or open loop, bodies verified
     Load(commands::load::LoadArgs),
-    /// Compare the matching points of two runs: ratio and 95% CI
+    /// Compare two runs, or the hosts of a merged store, point by point: ratio, 95% CI
     Compare(commands::compare::CompareArgs),
     /// List the runs in a store
     Runs(commands::runs::RunsArgs),

@@ -55,7 +55,10 @@ fn make_link(tag: &str) -> Result<(Namespaces, String), String> {
         "link", "add", &va, "netns", &names[0], "type", "veth", "peer", "name", &vb, "netns",
         &names[1],
     ])?;
-    for (n, v, a) in [(&names[0], &va, "10.77.0.1/24"), (&names[1], &vb, "10.77.0.2/24")] {
+    for (n, v, a) in [
+        (&names[0], &va, "10.77.0.1/24"),
+        (&names[1], &vb, "10.77.0.2/24"),
+    ] {
         ip(&["-n", n, "addr", "add", a, "dev", v])?;
         ip(&["-n", n, "link", "set", v, "up"])?;
         ip(&["-n", n, "link", "set", "lo", "up"])?;
@@ -63,7 +66,9 @@ fn make_link(tag: &str) -> Result<(Namespaces, String), String> {
     let mut shaping = String::new();
     for (n, v) in [(&names[0], &va), (&names[1], &vb)] {
         let netem = Command::new("tc")
-            .args(["-n", n, "qdisc", "add", "dev", v, "root", "netem", "delay", "0.1ms"])
+            .args([
+                "-n", n, "qdisc", "add", "dev", v, "root", "netem", "delay", "0.1ms",
+            ])
             .args(["loss", "1%", "rate", "100mbit"])
             .output()
             .map_err(|e| format!("tc: {e}"))?;
@@ -72,7 +77,9 @@ fn make_link(tag: &str) -> Result<(Namespaces, String), String> {
             continue;
         }
         let tbf = Command::new("tc")
-            .args(["-n", n, "qdisc", "add", "dev", v, "root", "tbf", "rate", "100mbit"])
+            .args([
+                "-n", n, "qdisc", "add", "dev", v, "root", "tbf", "rate", "100mbit",
+            ])
             .args(["burst", "32kbit", "latency", "10ms"])
             .output()
             .map_err(|e| format!("tc: {e}"))?;
@@ -91,12 +98,35 @@ fn make_link(tag: &str) -> Result<(Namespaces, String), String> {
     Ok((ns, shaping))
 }
 
-fn rank(ns: &str, rank: usize, bind: &str, dir: &str, comm: &str, extra: &[&str]) -> std::process::Child {
+fn rank(
+    ns: &str,
+    rank: usize,
+    bind: &str,
+    dir: &str,
+    comm: &str,
+    extra: &[&str],
+) -> std::process::Child {
     Command::new("ip")
         .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_smtlab"), "__rank"])
-        .args(["--app", "sor", "--comm", comm, "--ranks", "2", "--rank", &rank.to_string()])
+        .args([
+            "--app",
+            "sor",
+            "--comm",
+            comm,
+            "--ranks",
+            "2",
+            "--rank",
+            &rank.to_string(),
+        ])
         .args(["--bind", bind, "--rendezvous", &format!("dir:{dir}")])
-        .args(["--param", "n=64", "--param", "iterations=6", "--meet-timeout", "30s"])
+        .args([
+            "--param",
+            "n=64",
+            "--param",
+            "iterations=6",
+            "--meet-timeout",
+            "30s",
+        ])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -127,13 +157,24 @@ fn ranks_in_two_namespaces_over_a_shaped_link_verify() {
         let r1 = rank(&ns.names[1], 1, "10.77.0.2", d, comm, loss);
         let o1: Output = r1.wait_with_output().unwrap();
         let o0: Output = r0.wait_with_output().unwrap();
-        assert!(o1.status.success(), "{comm} rank 1: {}", String::from_utf8_lossy(&o1.stderr));
-        assert!(o0.status.success(), "{comm} rank 0: {}", String::from_utf8_lossy(&o0.stderr));
+        assert!(
+            o1.status.success(),
+            "{comm} rank 1: {}",
+            String::from_utf8_lossy(&o1.stderr)
+        );
+        assert!(
+            o0.status.success(),
+            "{comm} rank 0: {}",
+            String::from_utf8_lossy(&o0.stderr)
+        );
         let report: serde_json::Value = serde_json::from_slice(&o0.stdout).expect("rank 0's JSON");
         assert_eq!(report["verified"], true, "{comm}: {report}");
         let ranks = report["per_rank"].as_array().unwrap();
         assert_eq!(ranks.len(), 2);
-        let retx: u64 = ranks.iter().map(|r| r["retransmissions"].as_u64().unwrap()).sum();
+        let retx: u64 = ranks
+            .iter()
+            .map(|r| r["retransmissions"].as_u64().unwrap())
+            .sum();
         let getp: u64 = ranks.iter().map(|r| r["getp"].as_u64().unwrap()).sum();
         assert!(getp > 0, "{comm}: pages crossed the link");
         eprintln!(

@@ -210,16 +210,18 @@ fn two_hosts_on_this_machine_merged_compared_and_reported() {
     let doc = support::json(&["compare", &b, &a, "--db", &db, "--json"]);
     assert_eq!(doc["facts"]["hosts"], serde_json::json!(["beta", "alpha"]));
 
-    // The fleet's report: one chart per workload, both hosts in the table.
-    let report = dir.path().join("report");
-    let out = text(&[
-        "report",
-        "--fleet",
-        "--db",
-        &db,
-        "-o",
-        &report.display().to_string(),
-    ]);
+    // The fleet's report: one chart per workload, both hosts in the table
+    // (`-o` takes `{host}` as `--db` does).
+    let report = dir.path().join("report-gamma");
+    let o = smtlab()
+        .env("SMTLAB_HOSTNAME", "gamma")
+        .args(["report", "--fleet", "--db", &db, "-o"])
+        .arg(dir.path().join("report-{host}"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.starts_with(&format!("{}\n", report.display())), "{out}");
     assert!(
         out.contains("Recommendations, per workload and host"),
         "{out}"
@@ -391,23 +393,26 @@ fn a_second_task_on_this_host_is_refused_in_one_line() {
             ("SLURM_STEP_TASKS_PER_NODE", "2"),
         ],
     ];
+    let study = ["study", "-w", "spin", "-n", "1", "--duration", "100ms"];
     for (vars, flag) in launchers
         .iter()
         .zip(["--map-by ppr:1:node", "--ntasks-per-node=1"])
     {
-        let mut c = alone();
-        for (k, v) in *vars {
-            c.env(k, v);
+        for command in [&SWEEP[..], &study[..]] {
+            let mut c = alone();
+            for (k, v) in *vars {
+                c.env(k, v);
+            }
+            let out = c.args(command).args(["--db", &db]).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{command:?}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(
+                err.contains("started 2 tasks of this job on this host"),
+                "{err}"
+            );
+            assert!(err.contains(flag) && err.contains("--shared-host"), "{err}");
         }
-        let out = c.args(SWEEP).args(["--db", &db]).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(
-            err.contains("started 2 tasks of this job on this host"),
-            "{err}"
-        );
-        assert!(err.contains(flag) && err.contains("--shared-host"), "{err}");
     }
     assert!(!Path::new(&db).exists(), "nothing stored");
 }

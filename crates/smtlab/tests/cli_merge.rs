@@ -164,6 +164,22 @@ fn two_hosts_merged_are_listed_with_their_hosts_and_merging_again_adds_nothing()
         runs(&fleet),
         [("alpha".into(), 2, 4), ("beta".into(), 2, 4)]
     );
+    // Where each run was measured: beta's store, its run 1.
+    let beta_store = again["inputs"][0]["store_id"].as_str().unwrap();
+    assert_eq!(
+        json(&["show", "2", "--json", "--db", path(&fleet)])["origin"],
+        serde_json::json!({"store_id": beta_store, "run_id": 1})
+    );
+    assert!(original["origin"].is_null(), "measured there");
+    let text = smtlab()
+        .args(["show", "2", "--db", path(&fleet)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("\n  merged: run 1 of store {beta_store}\n")),
+        "{text}"
+    );
     // The fleet merged into another store brings each run once more.
     let other = dir.path().join("other.db");
     let doc = merge_json(&[&fleet, &a], &other);

@@ -40,7 +40,9 @@ pub fn run(a: MergeArgs) -> anyhow::Result<i32> {
             e.into()
         }
     })?;
-    let store = Store::open_read_only(&a.output)?;
+    // Read-write, as the merge had it: the last connection to close takes
+    // the WAL back into the file.
+    let store = Store::open_existing(&a.output)?;
     let runs = store.runs()?;
     let mut hosts: Vec<String> = runs.iter().filter_map(|r| r.hostname.clone()).collect();
     hosts.sort();

@@ -51,6 +51,8 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     if a.json {
         let mut doc = results::run_json(id, rec.status, &reports);
         doc["run"] = serde_json::to_value(&rec)?;
+        // Where a merged run was measured (`smtlab merge`); null if here.
+        doc["origin"] = serde_json::to_value(store.run_origin(id)?)?;
         return output::print(&(serde_json::to_string_pretty(&doc)? + "\n")).map(|_| 0);
     }
     let mut s = String::new();
@@ -94,6 +96,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
             "  shared its host: {} ran {} tasks of the job on it (--shared-host)",
             sh.launcher, sh.tasks
         )?;
+    }
+    if let Some(o) = store.run_origin(id)? {
+        writeln!(s, "  merged: run {} of store {}", o.run_id, o.store_id)?;
     }
     s.push_str(&results::render_table(id, rec.status, &reports));
     output::print(&s).map(|_| 0)

@@ -83,11 +83,19 @@ pub struct StudyArgs {
     /// Do not open perf counters
     #[arg(long)]
     pub no_counters: bool,
-    /// SQLite store
-    #[arg(long, value_name = "PATH", default_value = "smtlab.db")]
+    /// SQLite store; {host} and {rank} in it are this host's name
+    /// (SMTLAB_HOSTNAME replaces it) and the launcher's rank
+    /// (`--db /shared/{host}.db`)
+    #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
     pub db: PathBuf,
-    /// Report directory [default: smtlab-reports/run-RUN]
-    #[arg(short = 'o', long, value_name = "DIR")]
+    /// Measure even when a launcher (mpirun, srun) runs other tasks of this
+    /// job on this host (they disturb each other's measurements; the run
+    /// records it)
+    #[arg(long)]
+    pub shared_host: bool,
+    /// Report directory ({host}, {rank} as in --db) [default:
+    /// smtlab-reports/run-RUN]
+    #[arg(short = 'o', long, value_name = "DIR", value_parser = flags::report_dir)]
     pub out: Option<PathBuf>,
     /// Print the plan (points and the CPUs of each) and the limits; run nothing
     #[arg(long)]
@@ -342,6 +350,8 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         return print_plan(kind, &spec, &points, a.json);
     }
 
+    // One task per host under a launcher, unless --shared-host.
+    let shared = run::one_task_per_host(a.shared_host)?;
     // The report is written after minutes of measuring: a directory that
     // cannot be one is refused now, not then.
     check_report_dir(a.out.as_deref())?;
@@ -352,7 +362,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             eprintln!("  {l}");
         }
     }
-    let (store, run_id, stored) = run::create_run(&a.db, &spec, &topo, &points)?;
+    let (store, run_id, stored) = run::create_shared_run(&a.db, &spec, &topo, &points, shared)?;
     let preloads = Preloads::of(&allocators);
     let status = run::measure(&store, run_id, &spec, &stored, preloads, &a.db, quiet)?;
     if status == RunStatus::Interrupted {
