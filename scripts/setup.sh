@@ -24,11 +24,13 @@ if command -v apt-get >/dev/null 2>&1; then
   # the load generators smtlab's is checked against; curl: fetches files
   # byte for byte in the web tests. ngircd: the reference IRC server beside
   # smtlab's chat server in `study chat` and its tests. openmpi-bin:
-  # `mpirun`, the launcher the DSM tests start `smtlab rank` under.
+  # `mpirun`, the launcher the DSM tests start `smtlab rank` under;
+  # iproute2: `ip netns` and `tc`, for the test that puts two ranks in
+  # network namespaces over a shaped veth pair (as root).
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
     libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db \
-    nginx wrk apache2-utils curl ngircd openmpi-bin >/dev/null
+    nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 >/dev/null
   # smtlab starts nginx and ngircd itself, unprivileged, with its own
   # configuration; the system services the packages may have started would
   # only hold ports 80 and 6667 and disturb measurements.

@@ -427,61 +427,17 @@ pub fn plan(
     })
 }
 
-/// The web study's plan: the sampling, allocators and the rest of the
-/// specification as every study has them; servers, models, placements and
-/// N from [`web_plan`](crate::web_plan).
-fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let nginx = match smtlab_servers::reference::nginx::find() {
-        Some(_) => Ok(()),
-        None => Err(smtlab_servers::reference::nginx::missing_reason().to_string()),
-    };
+/// The allocators (glibc unless given) and the specification every study
+/// planned by its own module starts from: its sampling, mode, seed and
+/// counters; programs, models, placements and N left to that module.
+fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, RunSpec) {
     let allocators = req.allocators.clone().unwrap_or_else(|| {
         vec![Allocator {
             name: "glibc".to_string(),
             preload: None,
         }]
     });
-    let sampling = Sampling::resolve(StudyKind::Web, &req.sampling);
-    let base = RunSpec {
-        programs: req.programs.clone(),
-        comms: Vec::new(),
-        models: Vec::new(),
-        placements: Vec::new(),
-        threads: Vec::new(),
-        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
-        spawn: Spawn::Exec,
-        mode: req.mode,
-        metric: None,
-        warmup: sampling.warmup,
-        min_samples: sampling.min_samples,
-        max_samples: sampling.max_samples,
-        precision: sampling.precision,
-        max_time_s: sampling.max_time_s,
-        timeout_s: req.sampling.timeout_s,
-        seed: req.seed,
-        counters: req.counters,
-        study: None,
-    };
-    let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
-    Ok(StudyPlan {
-        spec,
-        points,
-        allocators,
-    })
-}
-
-fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let ngircd = match smtlab_servers::reference::ngircd::find() {
-        Some(_) => Ok(()),
-        None => Err(smtlab_servers::reference::ngircd::missing_reason().to_string()),
-    };
-    let allocators = req.allocators.clone().unwrap_or_else(|| {
-        vec![Allocator {
-            name: "glibc".to_string(),
-            preload: None,
-        }]
-    });
-    let sampling = Sampling::resolve(StudyKind::Chat, &req.sampling);
+    let sampling = Sampling::resolve(kind, &req.sampling);
     let base = RunSpec {
         programs: Vec::new(),
         comms: Vec::new(),
@@ -502,6 +458,33 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
         counters: req.counters,
         study: None,
     };
+    (allocators, base)
+}
+
+/// The web study's plan: the sampling, allocators and the rest of the
+/// specification as every study has them; servers, models, placements and
+/// N from [`web_plan`](crate::web_plan).
+fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let nginx = match smtlab_servers::reference::nginx::find() {
+        Some(_) => Ok(()),
+        None => Err(smtlab_servers::reference::nginx::missing_reason().to_string()),
+    };
+    let (allocators, mut base) = server_study_base(StudyKind::Web, &req);
+    base.programs = req.programs.clone();
+    let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
+fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
+    let ngircd = match smtlab_servers::reference::ngircd::find() {
+        Some(_) => Ok(()),
+        None => Err(smtlab_servers::reference::ngircd::missing_reason().to_string()),
+    };
+    let (allocators, base) = server_study_base(StudyKind::Chat, &req);
     // The user's --param and --client-cpus, on every server of the sweep.
     let given: BTreeMap<String, String> = req
         .programs
@@ -530,33 +513,7 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
 /// specification as every study has them; applications, mechanisms, rank
 /// counts and layouts from [`comm_plan`](crate::comm_plan).
 fn plan_comm_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let allocators = req.allocators.clone().unwrap_or_else(|| {
-        vec![Allocator {
-            name: "glibc".to_string(),
-            preload: None,
-        }]
-    });
-    let sampling = Sampling::resolve(StudyKind::Comm, &req.sampling);
-    let base = RunSpec {
-        programs: Vec::new(),
-        comms: Vec::new(),
-        models: Vec::new(),
-        placements: Vec::new(),
-        threads: Vec::new(),
-        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
-        spawn: Spawn::Exec,
-        mode: req.mode,
-        metric: None,
-        warmup: sampling.warmup,
-        min_samples: sampling.min_samples,
-        max_samples: sampling.max_samples,
-        precision: sampling.precision,
-        max_time_s: sampling.max_time_s,
-        timeout_s: req.sampling.timeout_s,
-        seed: req.seed,
-        counters: req.counters,
-        study: None,
-    };
+    let (allocators, base) = server_study_base(StudyKind::Comm, &req);
     // The applications named with -w, and the user's --param (the same on
     // each of them); none: the study's three with its own sizes.
     let mut apps = Vec::new();
