@@ -158,8 +158,16 @@ fn a_short_study_on_this_machine_has_its_table_verdicts_and_charts() {
     for r in rows {
         assert!(r[2].as_str().unwrap().ends_with("msg/s"), "{r}");
         assert!(r[3].as_str().unwrap().parse::<f64>().is_ok(), "{r}");
-        assert!(r[4].as_str().unwrap().parse::<f64>().unwrap() > 0.0, "{r}");
+        // Kernel time comes from /proc in clock ticks (10 ms): a short
+        // message phase of a fast server may see none, so one row may read
+        // 0.00; a negative or missing value is still wrong.
+        assert!(r[4].as_str().unwrap().parse::<f64>().unwrap() >= 0.0, "{r}");
     }
+    assert!(
+        rows.iter()
+            .any(|r| r[4].as_str().unwrap().parse::<f64>().unwrap() > 0.0),
+        "no point saw any kernel time per message: {rows:?}"
+    );
     if ngircd_here() {
         let notes = doc["notes"].to_string();
         assert!(
