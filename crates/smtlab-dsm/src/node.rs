@@ -703,17 +703,13 @@ impl Node {
 
     /// Wait for `done`, giving up at `deadline` (ns).
     fn wait_until(&self, done: impl Fn(&Waits) -> bool, deadline: u64) -> Result<(), ()> {
-        loop {
-            if self.wait(|w| done(w) || now_ns() >= deadline) > 0 || now_ns() >= deadline {
-                if self.with_core(|c| done(&c.waits)) {
-                    return Ok(());
-                }
-                if now_ns() >= deadline {
-                    return Err(());
-                }
-            } else if self.with_core(|c| done(&c.waits)) {
-                return Ok(());
-            }
+        // `wait` returns only once its condition holds: `done`, or the
+        // deadline passed; which of the two is read back once.
+        self.wait(|w| done(w) || now_ns() >= deadline);
+        if self.with_core(|c| done(&c.waits)) {
+            Ok(())
+        } else {
+            Err(())
         }
     }
 
