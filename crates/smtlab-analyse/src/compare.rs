@@ -58,8 +58,11 @@ fn key(p: &Point) -> (String, String) {
     (format!("{shown}{params} [{}]", p.metric.name), shown)
 }
 
-/// Compare run A against run B: a ratio > 1 means A was faster.
+/// Compare run A against run B: a ratio > 1 means A was faster. `place`
+/// opens each verdict's sentence: "On this machine" for two runs of one
+/// host, something like "Across hosts alpha and beta," for two machines.
 pub fn compare_runs(
+    place: &str,
     a: &[PointData],
     b: &[PointData],
     a_label: &str,
@@ -80,7 +83,7 @@ pub fn compare_runs(
                 key: shown.clone(),
                 index_a: pa.summary.point.index,
                 index_b: pb.summary.point.index,
-                verdict: verdict::compare(pa, pb, a_label, b_label, &shown, seed),
+                verdict: verdict::compare_at(place, pa, pb, a_label, b_label, &shown, seed),
             }),
             None => out.only_in_a.push(shown),
         }

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, OptionalExtension};
 
-use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary};
+use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary, SharedHost};
 
 use crate::columns::{json_col, parse_col};
 use crate::error::StoreError;
@@ -88,6 +88,32 @@ impl Store {
         if n == 0 {
             return Err(self.no_run(run_id));
         }
+        Ok(())
+    }
+
+    /// Record in a run's host facts that other tasks of a launcher's job
+    /// shared its host: a run resumed with `--shared-host` measured part of
+    /// its samples beside them, whatever its first part did. The larger
+    /// task count of the two is kept.
+    pub fn set_shared_host(&self, run_id: i64, shared: &SharedHost) -> Result<(), StoreError> {
+        let err = |e| self.err(format!("recording the shared host of run {run_id}"), e);
+        let rec = self.run(run_id)?;
+        if rec
+            .host
+            .shared_host
+            .as_ref()
+            .is_some_and(|old| old.tasks >= shared.tasks)
+        {
+            return Ok(());
+        }
+        let json = serde_json::to_string(shared).expect("a SharedHost serialises");
+        self.conn
+            .prepare_cached(
+                "UPDATE runs SET host_json = json_set(host_json, '$.shared_host', json(?1)) \
+                 WHERE id = ?2",
+            )
+            .and_then(|mut st| st.execute(params![json, run_id]))
+            .map_err(err)?;
         Ok(())
     }
 

@@ -425,6 +425,38 @@ fn open_existing_refuses_a_missing_file_without_creating_it() {
 // ----- runs and points ----------------------------------------------------
 
 #[test]
+fn a_resumed_run_records_its_shared_host_and_keeps_the_larger_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("smtlab.db")).unwrap();
+    let new = new_run();
+    let id = store.create_run(&new).unwrap();
+    let other = store.create_run(&new).unwrap();
+    let shared = |tasks| smtlab_types::SharedHost {
+        launcher: "Open MPI".into(),
+        tasks,
+    };
+    store.set_shared_host(id, &shared(3)).unwrap();
+    assert_eq!(store.run(id).unwrap().host.shared_host, Some(shared(3)));
+    // A later part with fewer tasks beside it does not undo what the
+    // earlier part shared.
+    store.set_shared_host(id, &shared(2)).unwrap();
+    assert_eq!(store.run(id).unwrap().host.shared_host, Some(shared(3)));
+    store.set_shared_host(id, &shared(4)).unwrap();
+    let run = store.run(id).unwrap();
+    assert_eq!(run.host.shared_host, Some(shared(4)));
+    // Every other fact as it was, and the other run untouched.
+    assert_eq!(
+        HostFacts {
+            shared_host: None,
+            ..run.host
+        },
+        new.host
+    );
+    assert_eq!(store.run(other).unwrap().host, new.host);
+    assert!(store.set_shared_host(other + 1, &shared(2)).is_err());
+}
+
+#[test]
 fn run_lifecycle() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("smtlab.db");

@@ -207,6 +207,12 @@ fn two_hosts_on_this_machine_merged_compared_and_reported() {
         out.contains("machines: beta and alpha: the same CPU model"),
         "{out}"
     );
+    // Their verdicts speak of the two hosts, not of "this machine".
+    assert!(
+        out.contains("  * Across hosts beta (A) and alpha (B), "),
+        "{out}"
+    );
+    assert!(!out.contains("On this machine"), "{out}");
     let doc = support::json(&["compare", &b, &a, "--db", &db, "--json"]);
     assert_eq!(doc["facts"]["hosts"], serde_json::json!(["beta", "alpha"]));
 

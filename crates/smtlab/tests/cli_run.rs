@@ -508,7 +508,46 @@ fn ctrl_c_stops_cleanly_with_everything_committed() {
     assert!(wait_gone(&mark).is_empty(), "no child left");
     let runs = json(&["runs", "--json", "--db", &db]);
     assert_eq!(runs[0]["status"], "interrupted");
-    assert!(runs[0]["samples"].as_u64().unwrap() >= 2);
+    let before = runs[0]["samples"].as_u64().unwrap();
+    assert!(before >= 2);
+
+    // A dry run of the resume plans it and leaves the store as it was.
+    let out = smtlab()
+        .args(["run", "--resume", "1", "--dry-run", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = json(&["runs", "--json", "--db", &db]);
+    assert_eq!(
+        runs[0]["status"], "interrupted",
+        "a dry run changed the run"
+    );
+    assert_eq!(runs[0]["samples"].as_u64().unwrap(), before);
+
+    // Resumed as the second of two Open MPI tasks on this host: the run's
+    // facts say its host was shared, as a new run's would.
+    let out = smtlab()
+        .args(["run", "--resume", "1", "--shared-host", "--db", &db])
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = json(&["show", "1", "--json", "--db", &db]);
+    assert_eq!(shown["run"]["status"], "complete");
+    assert_eq!(
+        shown["run"]["host"]["shared_host"],
+        serde_json::json!({"launcher": "Open MPI", "tasks": 2})
+    );
 }
 
 #[test]

@@ -28,6 +28,21 @@ pub fn compare(
     subject: &str,
     seed: u64,
 ) -> Option<Verdict> {
+    compare_at("On this machine", a, b, a_label, b_label, subject, seed)
+}
+
+/// [`compare`], its sentence opening with `place` instead of "On this
+/// machine": A and B measured on two machines (`compare` of runs of two
+/// hosts) are no statement about this one.
+pub fn compare_at(
+    place: &str,
+    a: &PointData,
+    b: &PointData,
+    a_label: &str,
+    b_label: &str,
+    subject: &str,
+    seed: u64,
+) -> Option<Verdict> {
     let metric = &a.summary.point.metric;
     if *metric != b.summary.point.metric {
         return None;
@@ -66,6 +81,7 @@ pub fn compare(
         significant,
         no_ci_reason,
     );
+    let sentence = format!("{place} {sentence}");
     Some(Verdict {
         subject: subject.to_string(),
         a: a_label.to_string(),
@@ -96,25 +112,25 @@ fn sentence(
         // The direction is the interval's (it excludes 1 on one side), not
         // the point estimate's: a percentile interval need not contain it.
         Some((lo, hi)) if significant && lo > 1.0 => format!(
-            "On this machine {a} was {:.1}% faster than {b} for {subject} (95% CI {:.1}–{:.1}%).",
+            "{a} was {:.1}% faster than {b} for {subject} (95% CI {:.1}–{:.1}%).",
             (ratio - 1.0) * 100.0,
             (lo - 1.0) * 100.0,
             (hi - 1.0) * 100.0
         ),
         Some((lo, hi)) if significant => format!(
-            "On this machine {a} was {:.1}% slower than {b} for {subject} (95% CI {:.1}–{:.1}%).",
+            "{a} was {:.1}% slower than {b} for {subject} (95% CI {:.1}–{:.1}%).",
             (1.0 - ratio) * 100.0,
             (1.0 - hi) * 100.0,
             (1.0 - lo) * 100.0
         ),
         Some((lo, hi)) => format!(
-            "On this machine there was no significant difference between {a} and {b} for \
+            "there was no significant difference between {a} and {b} for \
              {subject} (95% CI of the difference {} to {}).",
             signed_pct(lo - 1.0),
             signed_pct(hi - 1.0)
         ),
         None => format!(
-            "On this machine {a} measured {} than {b} for {subject}, but {no_ci_reason}, this \
+            "{a} measured {} than {b} for {subject}, but {no_ci_reason}, this \
              is not a verdict.",
             faster_or_slower(ratio)
         ),
@@ -308,8 +324,45 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_across_machines_opens_with_its_place_and_judges_alike() {
+        let a = pd(Model::Thread, ops(), &noisy(110.0, 0.01, 20, 1));
+        let b = pd(Model::Thread, ops(), &noisy(100.0, 0.01, 20, 2));
+        let here = cmp(&a, &b);
+        let there = compare_at(
+            "Across hosts alpha (A) and beta (B),",
+            &a,
+            &b,
+            "A",
+            "B",
+            "jbb at 2 threads (compact)",
+            1,
+        )
+        .unwrap();
+        assert!(
+            there
+                .sentence
+                .starts_with("Across hosts alpha (A) and beta (B), A was "),
+            "{}",
+            there.sentence
+        );
+        assert_eq!(
+            there
+                .sentence
+                .replace("Across hosts alpha (A) and beta (B),", "On this machine"),
+            here.sentence
+        );
+        assert_eq!(
+            (there.speed_ratio, there.ci95, there.significant),
+            (here.speed_ratio, here.ci95, here.significant)
+        );
+    }
+
+    #[test]
     fn sentence_formats() {
-        let s = |r, ci, sig| sentence("A", "B", "x at 2 threads (compact)", r, ci, sig, "R");
+        let s = |r, ci, sig| {
+            let rest = sentence("A", "B", "x at 2 threads (compact)", r, ci, sig, "R");
+            format!("On this machine {rest}")
+        };
         assert_eq!(
             s(1.018, Some((1.009, 1.027)), true),
             "On this machine A was 1.8% faster than B for x at 2 threads (compact) \

@@ -110,7 +110,18 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let seed = ra.seed;
     let da = run_data(&store, ida, seed)?;
     let db = run_data(&store, idb, seed)?;
+    // Two machines' runs say nothing about "this machine".
+    let place = if host_of(&ra) == host_of(&rb) {
+        "On this machine".to_string()
+    } else {
+        format!(
+            "Across hosts {} (A) and {} (B),",
+            host_of(&ra),
+            host_of(&rb)
+        )
+    };
     let cmp = compare_runs(
+        &place,
         &da.points,
         &db.points,
         &format!("run {ida}"),

@@ -264,7 +264,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             let spec: RunSpec = serde_json::from_value(rec.config_json.clone())
                 .with_context(|| format!("run {id}: stored configuration is unreadable"))?;
             let points = store.points(id)?;
-            store.set_run_status(id, RunStatus::Running)?;
+            // A dry run leaves the store as it found it.
             if a.dry_run {
                 let pts: Vec<Point> = points.into_iter().map(|(_, p)| p).collect();
                 return print_plan(&spec, &pts, a.json);
@@ -278,6 +278,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 .filter_map(|n| Some((n, preloads.get(n)?)))
             {
                 crate::flags::loadable(p).map_err(|e| usage(format!("--alloc {name}: {e}")))?;
+            }
+            // Only now, every check passed, is the run running again.
+            store.set_run_status(id, RunStatus::Running)?;
+            // The samples still to come share the host: say so in the
+            // run's facts, as a new run would.
+            if let Some(s) = &shared {
+                store.set_shared_host(id, s)?;
             }
             (store, id, spec, points, preloads)
         }
