@@ -17,7 +17,7 @@
 //!   PMI socket only: name a rendezvous there).
 //! * Slurm: `SLURM_PROCID`, `SLURM_NTASKS`, `SLURM_LOCALID`, the tasks of
 //!   this node from `SLURM_STEP_TASKS_PER_NODE` (`2(x3),1`, indexed by
-//!   `SLURM_NODEID`) or `SLURM_NTASKS_PER_NODE`; the job
+//!   `SLURM_NODEID`), which only `srun` sets; the job
 //!   `SLURM_JOB_ID.SLURM_STEP_ID`.
 //!
 //! Used by `smtlab rank`; the fleet (issue 20) reuses the local rank and
@@ -82,8 +82,8 @@ const SLURM: Vars = Vars {
     rank: "SLURM_PROCID",
     size: "SLURM_NTASKS",
     local_rank: "SLURM_LOCALID",
-    // Read by `slurm_local_size`, which knows their formats.
-    local_size: &["SLURM_STEP_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"],
+    // Read by `slurm_local_size`, which knows its format.
+    local_size: &["SLURM_STEP_TASKS_PER_NODE"],
     jobs: &["SLURM_JOB_ID", "SLURM_JOBID"],
 };
 
@@ -230,8 +230,11 @@ fn unset_beside(missing: &str, set: &str) -> String {
 
 /// The tasks of this node of a Slurm step: `SLURM_STEP_TASKS_PER_NODE`
 /// lists them per node (`2(x3),1`: three nodes of 2, one of 1), indexed
-/// by `SLURM_NODEID`; else `SLURM_NTASKS_PER_NODE`, set when the job asked
-/// for the same count on every node.
+/// by `SLURM_NODEID`. Only `srun` sets it, for the step it starts. The
+/// job's `SLURM_NTASKS_PER_NODE` is not read: a batch script sees it too,
+/// and the script is one process however many tasks its `srun` steps will
+/// start, so counting by it refused `smtlab` run straight from an
+/// `sbatch --ntasks-per-node=2` script as a second task on its host.
 fn slurm_local_size(env: &impl Fn(&str) -> Option<String>) -> Result<Option<usize>, String> {
     const PER_NODE: &str = "SLURM_STEP_TASKS_PER_NODE";
     if let Some(text) = env(PER_NODE) {
@@ -268,7 +271,7 @@ fn slurm_local_size(env: &impl Fn(&str) -> Option<String>) -> Result<Option<usiz
             None => None,
         });
     }
-    number(env, "SLURM_NTASKS_PER_NODE")
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -377,6 +380,8 @@ mod tests {
         .unwrap();
         assert_eq!((l.local_size, l.job.as_deref()), (Some(1), None));
         assert_eq!(default_rendezvous(&l), None);
+        // A batch script (`sbatch --ntasks=4 --ntasks-per-node=2`) is one
+        // process, not two tasks on its node: no step, no local size.
         let l = from_env(env(&[
             ("SLURM_PROCID", "0"),
             ("SLURM_NTASKS", "4"),
@@ -385,7 +390,7 @@ mod tests {
         ]))
         .unwrap()
         .unwrap();
-        assert_eq!((l.local_size, l.job.as_deref()), (Some(2), Some("9")));
+        assert_eq!((l.local_size, l.job.as_deref()), (None, Some("9")));
     }
 
     #[test]
