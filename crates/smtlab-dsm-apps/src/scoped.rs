@@ -254,6 +254,11 @@ impl Shared for ScopedShared<'_> {
         self.release(None);
         self.world.co.barrier(self.rank);
         self.acquire_all();
+        // Nobody leaves before everybody has taken the barrier's state: a
+        // fast rank's next release (a lock's, after the barrier) would
+        // otherwise reach a slow rank's `acquire_all` as if it had been
+        // released before the barrier.
+        self.world.co.barrier(self.rank);
     }
 
     fn poll(&self) {}
