@@ -434,6 +434,10 @@ impl Session {
     /// nickname and the memberships are released.
     pub fn end(&mut self, hub: &Hub, reason: &str) {
         let reason = self.quit.take().unwrap_or_else(|| reason.to_string());
+        // The nickname first: whoever reads the QUIT may take it at once
+        // (a client reconnecting under its old name), and must not be told
+        // it is still in use.
+        hub.release_nick(&self.client);
         if self.registered && !self.channels.is_empty() {
             let line: Line = format!(":{} QUIT :{reason}\r\n", self.prefix)
                 .into_bytes()
@@ -443,7 +447,6 @@ impl Session {
         for channel in std::mem::take(&mut self.channels) {
             hub.part(&channel, &self.client);
         }
-        hub.release_nick(&self.client);
         if self.registered {
             self.registered = false;
             hub.counters.registered.fetch_sub(1, Relaxed);
