@@ -6,6 +6,20 @@
 //! chain on stderr, exit code 1. Never a panic or a backtrace.
 
 use std::fmt;
+use std::io::Write;
+
+/// Writes `line` and its newline to stderr in one `write`: `eprintln!`
+/// writes the pieces of its format one by one, and under a launcher
+/// (`mpirun` gathers every rank's stderr and prints its own messages
+/// between them) another process's line could land inside ours. One
+/// write of less than a pipe's 4 KiB is never split.
+pub fn stderr_line(line: &str) {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    // Nothing to do if stderr is gone.
+    let _ = std::io::stderr().lock().write_all(&bytes);
+}
 
 /// Exit code for bad input.
 pub const USAGE: i32 = 2;
@@ -26,13 +40,13 @@ pub fn of_results(run_id: i64, points: &[smtlab_analyse::summary::PointSummary])
     if empty.is_empty() {
         return 0;
     }
-    eprintln!(
+    stderr_line(&format!(
         "smtlab: run {run_id}: {} of {} points have no successful sample (point {}); their \
          failures are listed above",
         empty.len(),
         points.len(),
         empty.join(", ")
-    );
+    ));
     NO_RESULT
 }
 
@@ -105,10 +119,10 @@ pub fn run(outcome: anyhow::Result<i32>) -> i32 {
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
                 // One line, whatever a library's message held.
-                eprintln!("smtlab: {}", one_line(&u.0));
+                stderr_line(&format!("smtlab: {}", one_line(&u.0)));
                 USAGE
             } else {
-                eprintln!("smtlab: {e:#}");
+                stderr_line(&format!("smtlab: {e:#}"));
                 1
             }
         }

@@ -326,16 +326,15 @@ fn the_ranks_of_one_mpirun_job_write_their_own_stores_when_sharing_is_meant() {
     let out = mpirun(&[&SWEEP[..], &["--db", &template]].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    let refusals: Vec<&str> = err.lines().filter(|l| l.starts_with("smtlab: ")).collect();
-    assert_eq!(refusals.len(), 2, "one line per rank: {err}");
-    for l in refusals {
-        assert_eq!(
-            l,
-            "smtlab: Open MPI started 2 tasks of this job on this host, and they would \
-             disturb each other's measurements: start one per host (mpirun --map-by \
-             ppr:1:node), or add --shared-host if that is meant"
-        );
-    }
+    // One line per rank, each whole: smtlab writes a line in one write, so
+    // mpirun's own messages about the failed job, printed amid the ranks'
+    // output, come before or after it and never inside.
+    let refusal = "smtlab: Open MPI started 2 tasks of this job on this host, and they would \
+                   disturb each other's measurements: start one per host (mpirun --map-by \
+                   ppr:1:node), or add --shared-host if that is meant\n";
+    assert_eq!(err.matches(refusal).count(), 2, "one line per rank: {err}");
+    let ours = err.lines().filter(|l| l.starts_with("smtlab: ")).count();
+    assert_eq!(ours, 2, "nothing else from smtlab: {err}");
     assert!(!dir.path().join("0.db").exists() && !dir.path().join("1.db").exists());
 
     // Meant: each rank measures into its own store, which says so.

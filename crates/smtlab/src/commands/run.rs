@@ -326,7 +326,7 @@ pub fn one_task_per_host(allowed: bool) -> anyhow::Result<Option<SharedHost>> {
     let launcher = smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok());
     let shared = crate::shared_host::check(launcher, allowed).map_err(usage)?;
     if let Some(s) = &shared {
-        eprintln!("{}", crate::shared_host::warning(s));
+        crate::exit::stderr_line(&crate::shared_host::warning(s));
     }
     Ok(shared)
 }
