@@ -25,8 +25,9 @@ use crate::summary::{run_data, RunData};
 /// The host of a run that recorded no host name.
 pub const UNKNOWN_HOST: &str = "unknown";
 
-/// The host a run summary names.
-fn host_of(name: &Option<String>) -> String {
+/// The host a run recorded (its summary's or its facts' host name), or
+/// [`UNKNOWN_HOST`].
+pub fn host_or_unknown(name: &Option<String>) -> String {
     name.clone().unwrap_or_else(|| UNKNOWN_HOST.into())
 }
 
@@ -35,7 +36,10 @@ fn host_of(name: &Option<String>) -> String {
 fn runs_per_host(runs: &[RunSummary]) -> Vec<(String, Vec<&RunSummary>)> {
     let mut by_host: BTreeMap<String, Vec<&RunSummary>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.samples > r.failed_samples) {
-        by_host.entry(host_of(&r.hostname)).or_default().push(r);
+        by_host
+            .entry(host_or_unknown(&r.hostname))
+            .or_default()
+            .push(r);
     }
     by_host
         .into_iter()

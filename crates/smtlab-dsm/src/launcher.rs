@@ -138,16 +138,12 @@ pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Option<LauncherR
     Ok(None)
 }
 
-/// The rendezvous of a launcher's ranks when none is named: a directory
-/// under the temp dir (`TMPDIR`) named by the launcher and the job, which
-/// every rank of one job on one machine (or on machines sharing `TMPDIR`)
-/// finds, and the next job does not share. `None` without a job id.
-pub fn default_rendezvous(l: &LauncherRank) -> Option<Rendezvous> {
-    let job = l.job.as_ref()?;
-    // A job id is the launcher's text (Open MPI 5: `prterun-host-123@1`):
-    // kept to characters that are safe in one path component.
-    let job: String = job
-        .chars()
+/// `text` kept to characters that are safe in one path component: ASCII
+/// letters, digits, `.`, `_` and `-`; any other character becomes `_`.
+/// (`.` and `..` stay themselves: a caller that may meet them refuses
+/// them.) Used for job ids here and for host names in `--db {host}`.
+pub fn path_component(text: &str) -> String {
+    text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "._-".contains(c) {
                 c
@@ -155,7 +151,17 @@ pub fn default_rendezvous(l: &LauncherRank) -> Option<Rendezvous> {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The rendezvous of a launcher's ranks when none is named: a directory
+/// under the temp dir (`TMPDIR`) named by the launcher and the job, which
+/// every rank of one job on one machine (or on machines sharing `TMPDIR`)
+/// finds, and the next job does not share. `None` without a job id.
+pub fn default_rendezvous(l: &LauncherRank) -> Option<Rendezvous> {
+    let job = l.job.as_ref()?;
+    // A job id is the launcher's text (Open MPI 5: `prterun-host-123@1`).
+    let job = path_component(job);
     let launcher: String = l
         .launcher
         .chars()

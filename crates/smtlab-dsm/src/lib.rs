@@ -15,7 +15,9 @@ mod rendezvous;
 mod report;
 
 pub use fetch_bench::{page_fetch_ns, udp_ping_pong_ns};
-pub use launcher::{default_bind, default_rendezvous, from_env as launcher_from_env, LauncherRank};
+pub use launcher::{
+    default_bind, default_rendezvous, from_env as launcher_from_env, path_component, LauncherRank,
+};
 pub use params::{check_params, DsmParams, MAX_LOSS, MAX_RANKS};
 pub use rank::{run_local_threads, run_rank, RankArgs, RankError, REGION_PAGES};
 pub use rendezvous::{Rendezvous, RendezvousError, RendezvousSpecError};

@@ -99,16 +99,7 @@ fn host_in_path(name: Option<String>) -> Result<String, String> {
          SMTLAB_HOSTNAME"
             .to_string()
     })?;
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = smtlab_dsm::path_component(&name);
     if safe == "." || safe == ".." {
         return Err(format!(
             "{{host}}: the host name `{name}` cannot name a file"

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use smtlab_analyse::compare::{compare_hosts, compare_runs, HostComparison, HostRun, Ratio};
-use smtlab_analyse::fleet::{latest_per_host, UNKNOWN_HOST};
+use smtlab_analyse::fleet::{host_or_unknown, latest_per_host};
 use smtlab_analyse::host_facts::{compare_facts, FactComparison};
 use smtlab_analyse::summary::{run_data, RunData};
 use smtlab_store::{RunRecord, Store};
@@ -58,10 +58,7 @@ pub struct CompareArgs {
 
 /// The host a run recorded.
 fn host_of(r: &RunRecord) -> String {
-    r.host
-        .hostname
-        .clone()
-        .unwrap_or_else(|| UNKNOWN_HOST.into())
+    host_or_unknown(&r.host.hostname)
 }
 
 /// The facts of two runs' machines: named by host when the hosts differ,
