@@ -28,7 +28,11 @@
 //! outlier flags of a point are taken, likewise, from an input that holds
 //! every sample the output has of the point (flags are computed over all of
 //! them). A run measured into the output itself is never changed by a copy
-//! of it that comes back.
+//! of it that comes back. The one host fact that changes after a run is
+//! recorded, that it shared its host with other tasks of a launcher's job
+//! (`run --resume --shared-host`), is taken from whichever copy counts the
+//! most tasks, as the store itself keeps it, so it arrives whatever the
+//! order of the merges.
 //!
 //! # Checks first, then one transaction, briefly
 //!
@@ -288,17 +292,26 @@ struct StagedRun {
 
 /// A run's state, compared between an input and the output to leave alone
 /// a run the output holds as the input does: status, end, points, samples,
-/// and every sample's outlier flag in order (`-` unset), a character each.
-type Digest = (String, Option<f64>, i64, i64, Option<String>);
+/// every sample's outlier flag in order (`-` unset), a character each, and
+/// the tasks it shared its host with.
+type Digest = (String, Option<f64>, i64, i64, Option<String>, Option<i64>);
 
 const DIGEST: &str = "SELECT r.status, r.finished_at, count(DISTINCT p.id), count(s.id), \
-     group_concat(coalesce(s.outlier, '-'), '' ORDER BY p.idx, s.seq) \
+     group_concat(coalesce(s.outlier, '-'), '' ORDER BY p.idx, s.seq), \
+     json_extract(r.host_json, '$.shared_host.tasks') \
      FROM runs r LEFT JOIN points p ON p.run_id = r.id LEFT JOIN samples s ON s.point_id = p.id \
      WHERE r.id = ?1 GROUP BY r.id";
 
 fn digest(conn: &Connection, run_id: i64) -> rusqlite::Result<Digest> {
     conn.prepare_cached(DIGEST)?.query_row([run_id], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
     })
 }
 
@@ -604,6 +617,7 @@ impl<'a> Staging<'a> {
             )? > 0;
         }
         changed |= exec(OUTLIERS, params![src, run.id, run_id])? > 0;
+        changed |= exec(SHARED_HOST, params![src, run.id, run_id])? > 0;
         Ok(Written {
             added: false,
             changed,
@@ -703,6 +717,16 @@ const OUTLIERS: &str = "WITH whole AS MATERIALIZED ( \
      FROM whole w JOIN temp.merge_samples t ON t.src = ?1 AND t.point_id = w.staged \
      WHERE x.point_id = w.point AND x.seq = t.seq \
      AND t.outlier IS NOT NULL AND x.outlier IS NOT t.outlier";
+
+/// The shared host of staged run (?1 src, ?2 id) onto the output's run ?3
+/// when it counts more tasks than the output's (none counts 0): the larger
+/// count is the store's own rule (`Store::set_shared_host`), so the copies
+/// agree in the end whatever order they are merged in.
+const SHARED_HOST: &str = "UPDATE main.runs AS x \
+     SET host_json = json_set(x.host_json, '$.shared_host', json_extract(r.host_json, '$.shared_host')) \
+     FROM temp.merge_runs r WHERE r.src = ?1 AND r.id = ?2 AND x.id = ?3 \
+     AND coalesce(json_extract(r.host_json, '$.shared_host.tasks'), 0) \
+       > coalesce(json_extract(x.host_json, '$.shared_host.tasks'), 0)";
 
 /// What writing one run did.
 #[derive(Default)]

@@ -1,9 +1,9 @@
 //! `Store::merge` (issue 20): stores of two hosts merged with every row
 //! kept exactly, ids renumbered and origins kept, merging again adds
 //! nothing, a merged store merged again keeps the first origin, a run that
-//! went on is brought up to date, copies of one store keep their runs
-//! apart, every refusal writes nothing, and a merge beside a writer loses
-//! none of its samples.
+//! went on is brought up to date (a shared host recorded later too),
+//! copies of one store keep their runs apart, every refusal writes
+//! nothing, and a merge beside a writer loses none of its samples.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use smtlab_store::{HostFacts, MergeError, MergeSummary, NewRun, RunStatus, Store};
 use smtlab_types::{
     CounterScope, CounterStatus, CounterValue, Metric, Mode, Model, Point, Program, ResourceUsage,
-    Sample, SampleStatus, Spawn, WorkerSample,
+    Sample, SampleStatus, SharedHost, Spawn, WorkerSample,
 };
 
 // ----- fixtures -----------------------------------------------------------
@@ -558,6 +558,52 @@ fn a_run_merged_while_running_is_brought_up_to_date_by_merging_again() {
     let s = merge(&[&a], &out).unwrap();
     assert_eq!((s[0].runs_updated, s[0].samples), (1, 0));
     assert_eq!(run_rows(&out, merged), run_rows(&a, run));
+}
+
+#[test]
+fn a_shared_host_recorded_after_a_merge_arrives_with_the_next_in_any_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, old, out, out2) = (
+        db(dir.path(), "a.db"),
+        db(dir.path(), "old.db"),
+        db(dir.path(), "out.db"),
+        db(dir.path(), "out2.db"),
+    );
+    let sa = Store::open(&a).unwrap();
+    let run = add_run(&sa, "alpha", 1);
+    merge(&[&a], &out).unwrap();
+    merge(&[&a], &old).unwrap(); // the copy before the run was resumed
+                                 // `run --resume RUN --shared-host` as one of two tasks on the host:
+                                 // the run's samples are all there, only its host facts change.
+    let shared = SharedHost {
+        launcher: "Open MPI".into(),
+        tasks: 2,
+    };
+    sa.set_shared_host(run, &shared).unwrap();
+
+    let s = merge(&[&a], &out).unwrap();
+    assert_eq!(
+        (s[0].runs_present, s[0].runs_updated, s[0].samples),
+        (1, 1, 0)
+    );
+    let so = Store::open(&out).unwrap();
+    let merged = so.runs().unwrap()[0].id;
+    assert_eq!(
+        so.run(merged).unwrap().host.shared_host,
+        Some(shared.clone())
+    );
+    assert_eq!(run_rows(&out, merged), run_rows(&a, run));
+    // The copy from before does not take it away again, and merging the
+    // two copies the other way round ends the same.
+    let s = merge(&[&old], &out).unwrap();
+    assert_eq!((s[0].runs_present, s[0].runs_updated), (1, 0));
+    assert_eq!(run_rows(&out, merged), run_rows(&a, run));
+    merge(&[&a, &old], &out2).unwrap();
+    let s2 = Store::open(&out2).unwrap();
+    let merged2 = s2.runs().unwrap()[0].id;
+    assert_eq!(run_rows(&out2, merged2), run_rows(&a, run));
+    let s = merge(&[&a], &out2).unwrap();
+    assert_eq!((s[0].runs_present, s[0].runs_updated), (1, 0));
 }
 
 // ----- refusals -----------------------------------------------------------
