@@ -303,16 +303,8 @@ const DIGEST: &str = "SELECT r.status, r.finished_at, count(DISTINCT p.id), coun
      WHERE r.id = ?1 GROUP BY r.id";
 
 fn digest(conn: &Connection, run_id: i64) -> rusqlite::Result<Digest> {
-    conn.prepare_cached(DIGEST)?.query_row([run_id], |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-        ))
-    })
+    conn.prepare_cached(DIGEST)?
+        .query_row([run_id], |r| Digest::try_from(r))
 }
 
 /// The output's run with a uid, as a merge sees it.

@@ -586,17 +586,7 @@ fn add_point_is_idempotent_and_points_round_trip() {
             "SELECT program, workload, params_json, command, model, processes, \
              threads_per_process FROM points WHERE id = ?1",
             [id_b],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            },
+            |r| r.try_into(),
         )
         .unwrap();
     assert_eq!(
