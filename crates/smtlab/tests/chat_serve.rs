@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::assert_success;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -330,11 +332,7 @@ fn load_chat_runs_against_ngircd_and_checks_every_delivery() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "load chat");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["connections"], 12);
     assert_eq!(doc["sent"], 120);

@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{assert_usage_error, skip, smtlab};
+use support::{assert_success, assert_usage_error, skip, smtlab};
 
 /// The visible subcommands, from `smtlab --help`.
 fn subcommands() -> Vec<String> {
@@ -67,11 +67,7 @@ fn completion_scripts_parse_in_their_shell_and_name_every_subcommand() {
         let path = dir.path().join(format!("smtlab.{shell}"));
         std::fs::write(&path, &script).unwrap();
         let out = Command::new(check).arg("-n").arg(&path).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{shell} -n: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, &format!("{shell} -n"));
     }
     assert_usage_error(&["completions", "tcsh"], "possible values: bash");
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{assert_usage_error, smtlab};
+use support::{assert_success, assert_usage_error, smtlab};
 
 /// Every variable a launcher sets that `smtlab_dsm::launcher_from_env`
 /// reads: removed where a test needs no launcher (the tests themselves may
@@ -69,12 +69,7 @@ fn run_as(host: &str, db: &str) {
         .args(["--db", db, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{host}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, host);
 }
 
 /// Whether this smtlab has `merge` (built beside this work).
@@ -94,22 +89,12 @@ fn merge(inputs: &[&Path], out: &Path) {
         .arg(out)
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "merge: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_success(&o, "merge");
 }
 
 fn text(args: &[&str]) -> String {
     let out = smtlab().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, &format!("{args:?}"));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -339,12 +324,7 @@ fn the_ranks_of_one_mpirun_job_write_their_own_stores_when_sharing_is_meant() {
 
     // Meant: each rank measures into its own store, which says so.
     let out = mpirun(&[&SWEEP[..], &["--shared-host", "--db", &template]].concat());
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "mpirun -np 2 smtlab run --shared-host");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err.matches(
@@ -449,10 +429,6 @@ fn placeholders_without_a_value_or_a_meaning_are_refused() {
         .args(["--db", &host])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "run as host ../up");
     assert!(dir.path().join(".._up.db").exists());
 }

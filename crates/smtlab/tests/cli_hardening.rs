@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{assert_usage_error, json, skip, smtlab};
+use support::{assert_success, assert_usage_error, json, skip, smtlab};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -570,11 +570,7 @@ fn runs_creating_one_new_store_at_once_all_succeed() {
             .collect();
         for c in children {
             let out = c.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "round {round}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out, &format!("round {round}"));
         }
         let runs = json(&["runs", "--json", "--db", &d]);
         assert_eq!(runs.as_array().unwrap().len(), 4, "round {round}");
@@ -618,11 +614,7 @@ fn a_store_that_cannot_be_written_can_still_be_listed() {
             .arg(ro.join("s.db"))
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out, &format!("{cmd:?}"));
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("spin"),
             "{cmd:?}"

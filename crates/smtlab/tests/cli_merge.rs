@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json, smtlab};
+use support::{assert_success, json, smtlab};
 
 /// A short run of spin as host `host` into `db`: 1 thread, 100 ms
 /// samples, two points (thread and process), two samples each.
@@ -41,11 +41,7 @@ fn run_as(host: &str, db: &Path) -> Value {
         .arg(db)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "run as {host}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, &format!("run as {host}"));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -321,11 +317,7 @@ fn a_merge_into_a_store_a_run_is_writing_loses_none_of_its_samples() {
         );
     };
     let out = writer.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the run beside {merges} merges: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, &format!("the run beside {merges} merges"));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["points"][0]["samples"], 30);

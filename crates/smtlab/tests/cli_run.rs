@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{assert_usage_error, json, json_exit, smtlab, wait_gone};
+use support::{assert_success, assert_usage_error, json, json_exit, smtlab, wait_gone};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -516,11 +516,7 @@ fn ctrl_c_stops_cleanly_with_everything_committed() {
         .args(["run", "--resume", "1", "--dry-run", "--db", &db])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "run --resume 1 --dry-run");
     let runs = json(&["runs", "--json", "--db", &db]);
     assert_eq!(
         runs[0]["status"], "interrupted",
@@ -537,11 +533,7 @@ fn ctrl_c_stops_cleanly_with_everything_committed() {
         .env("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "run --resume 1 --shared-host");
     let shown = json(&["show", "1", "--json", "--db", &db]);
     assert_eq!(shown["run"]["status"], "complete");
     assert_eq!(

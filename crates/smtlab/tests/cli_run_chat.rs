@@ -10,7 +10,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::{assert_usage_error, smtlab};
+use support::{assert_success, assert_usage_error, smtlab};
 
 fn two_cpus() -> bool {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -50,12 +50,7 @@ fn every_model_and_ngircd_report_their_costs_per_message() {
         .args(["--json", "--db", &db])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, &format!("run -w {workloads}"));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let points = doc["points"].as_array().unwrap();
     let mut seen = Vec::new();

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{assert_usage_error, smtlab};
+use support::{assert_success, assert_usage_error, smtlab};
 
 const MECHANISMS: [&str; 5] = ["sigio", "thr1", "thr2", "thr3", "poll"];
 
@@ -217,12 +217,7 @@ fn mpirun_ranks_give_the_local_launchs_result_and_store_it() {
         .args(["--param", "iterations=20", "--db", &db, "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "mpirun -np 4 smtlab rank");
     // Only rank 0 prints.
     let rank0: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rank0["launcher"], "Open MPI");

@@ -12,7 +12,7 @@ use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{assert_usage_error, processes_with_mark, smtlab, wait_gone};
+use support::{assert_success, assert_usage_error, processes_with_mark, smtlab, wait_gone};
 
 fn exe() -> PathBuf {
     assert_cmd::cargo::cargo_bin("smtlab")
@@ -82,12 +82,7 @@ fn every_architecture_and_nginx_serves_with_its_costs_per_request() {
     )
     .output()
     .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "run -w web");
     assert!(wait_gone(&mark).is_empty(), "a server was left running");
     // The file set was written once, into the cache.
     assert!(dir
@@ -303,11 +298,7 @@ fn dry_run_plans_servers_for_an_smt_machine() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "run -w web,nginx --dry-run");
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     let points = plan["points"].as_array().unwrap();
     // web: 4 models x 2 placements; nginx: event x 2 placements.

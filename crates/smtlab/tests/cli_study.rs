@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::{assert_usage_error, json, skip, smtlab};
+use support::{assert_success, assert_usage_error, json, skip, smtlab};
 
 fn this_machine_has_smt() -> bool {
     json(&["topology", "--json"])["smt_active"]
@@ -455,11 +455,7 @@ fn report_and_compare_work_on_plain_runs() {
         .args(["report", "1", "--db", db, "-o", dir.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "report 1");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg"));
     let cmp = json(&["compare", "2", "1", "--db", db, "--json"]);

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{assert_usage_error, json, smtlab};
+use support::{assert_success, assert_usage_error, json, smtlab};
 
 use std::path::Path;
 
@@ -31,11 +31,7 @@ fn twenty_six_programs_on_a_64_pu_smt_machine_run_32_pairs_at_once_on_siblings()
     args.extend(commands(26));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = smtlab().args(&a).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "study pairs --dry-run");
     let text = String::from_utf8_lossy(&out.stdout);
     // 26 alone + 351 pairs = 377 co-runs, 32 at once: 12 waves.
     assert!(text.contains("377 co-runs in 12 wave(s)"), "{text}");

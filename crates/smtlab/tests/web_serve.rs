@@ -11,6 +11,8 @@
 
 mod support;
 
+use support::assert_success;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -786,11 +788,7 @@ fn curl_fetches_every_class_byte_for_byte() {
                 .arg(format!("http://{}{}", s.addr, f.path))
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{model}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out, model);
             let mut check = BodyCheck::new(&f.path, f.size);
             check.feed(&out.stdout);
             check

@@ -23,6 +23,19 @@ pub fn smtlab() -> Command {
     Command::cargo_bin("smtlab").unwrap()
 }
 
+/// Insist that a finished command succeeded; on failure the message names
+/// `what` and shows the command's exit status, stdout and stderr.
+#[track_caller]
+pub fn assert_success(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Run smtlab, insist on success, and parse its stdout as JSON.
 pub fn json(args: &[&str]) -> Value {
     let out = smtlab().args(args).output().unwrap();
