@@ -59,8 +59,9 @@ fn key(p: &Point) -> (String, String) {
 }
 
 /// Compare run A against run B: a ratio > 1 means A was faster. `place`
-/// opens each verdict's sentence: "On this machine" for two runs of one
-/// host, something like "Across hosts alpha and beta," for two machines.
+/// opens each verdict's sentence: [`verdict::ON_THIS_MACHINE`] for two runs
+/// of one host, something like "Across hosts alpha and beta," for two
+/// machines.
 pub fn compare_runs(
     place: &str,
     a: &[PointData],

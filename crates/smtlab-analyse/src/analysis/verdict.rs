@@ -28,11 +28,14 @@ pub fn compare(
     subject: &str,
     seed: u64,
 ) -> Option<Verdict> {
-    compare_at("On this machine", a, b, a_label, b_label, subject, seed)
+    compare_at(ON_THIS_MACHINE, a, b, a_label, b_label, subject, seed)
 }
 
-/// [`compare`], its sentence opening with `place` instead of "On this
-/// machine": A and B measured on two machines (`compare` of runs of two
+/// How [`compare`]'s sentences open: A and B were measured here.
+pub const ON_THIS_MACHINE: &str = "On this machine";
+
+/// [`compare`], its sentence opening with `place` instead of
+/// [`ON_THIS_MACHINE`]: A and B measured on two machines (`compare` of runs of two
 /// hosts) are no statement about this one.
 pub fn compare_at(
     place: &str,

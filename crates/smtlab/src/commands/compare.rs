@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use smtlab_analyse::analysis::verdict::ON_THIS_MACHINE;
 use smtlab_analyse::compare::{compare_hosts, compare_runs, HostComparison, HostRun, Ratio};
 use smtlab_analyse::fleet::{host_or_unknown, latest_per_host};
 use smtlab_analyse::host_facts::{compare_facts, FactComparison};
@@ -61,16 +62,21 @@ fn host_of(r: &RunRecord) -> String {
     host_or_unknown(&r.host.hostname)
 }
 
-/// The facts of two runs' machines: named by host when the hosts differ,
-/// by run otherwise.
-fn facts_of_runs(ra: &RunRecord, rb: &RunRecord) -> FactComparison {
+/// Where two runs were measured, as their comparison says it: the opening
+/// of its verdicts' sentences and the names of the two machines in its
+/// facts. Runs of one host are "On this machine", their facts named by
+/// run; two hosts' runs say nothing about this machine: "Across hosts beta
+/// (A) and alpha (B),", their facts named by host.
+fn place_and_names(ra: &RunRecord, rb: &RunRecord) -> (String, [String; 2]) {
     let (ha, hb) = (host_of(ra), host_of(rb));
-    let (na, nb) = if ha == hb {
-        (format!("run {}", ra.id), format!("run {}", rb.id))
+    if ha == hb {
+        (
+            ON_THIS_MACHINE.to_string(),
+            [format!("run {}", ra.id), format!("run {}", rb.id)],
+        )
     } else {
-        (ha, hb)
-    };
-    compare_facts(&[(na, &ra.host), (nb, &rb.host)])
+        (format!("Across hosts {ha} (A) and {hb} (B),"), [ha, hb])
+    }
 }
 
 /// The facts that differ, one line each after the sentence.
@@ -103,20 +109,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     let ida = resolve_run(&store, run_a, &a.db, "RUN_A")?;
     let idb = resolve_run(&store, run_b, &a.db, "RUN_B")?;
     let (ra, rb) = (store.run(ida)?, store.run(idb)?);
-    let facts = facts_of_runs(&ra, &rb);
+    let (place, [name_a, name_b]) = place_and_names(&ra, &rb);
+    let facts = compare_facts(&[(name_a, &ra.host), (name_b, &rb.host)]);
     let seed = ra.seed;
     let da = run_data(&store, ida, seed)?;
     let db = run_data(&store, idb, seed)?;
-    // Two machines' runs say nothing about "this machine".
-    let place = if host_of(&ra) == host_of(&rb) {
-        "On this machine".to_string()
-    } else {
-        format!(
-            "Across hosts {} (A) and {} (B),",
-            host_of(&ra),
-            host_of(&rb)
-        )
-    };
     let cmp = compare_runs(
         &place,
         &da.points,
