@@ -13,3 +13,13 @@ pub fn print(text: &str) -> anyhow::Result<()> {
         other => Ok(other?),
     }
 }
+
+/// The plural ending of a count's noun: "" for 1, "s" otherwise
+/// ("1 run", "2 runs", "0 samples").
+pub fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

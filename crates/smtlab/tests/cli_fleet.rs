@@ -218,6 +218,15 @@ fn two_hosts_on_this_machine_merged_compared_and_reported() {
         "{out}"
     );
     assert!(out.contains("Machines: alpha and beta: the same"), "{out}");
+    // One workload, one chart: said in the singular.
+    assert!(
+        out.ends_with(&format!(
+            "\nReport: {} (1 chart as PNG and SVG, summary.md, fleet.json in {})\n",
+            report.join("report.html").display(),
+            report.display()
+        )),
+        "{out}"
+    );
     for f in ["report.html", "summary.md", "fleet.json"] {
         let len = std::fs::metadata(report.join(f)).unwrap().len();
         assert!(len > 0, "{f}");

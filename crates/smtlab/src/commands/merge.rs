@@ -9,7 +9,7 @@ use clap::Args;
 use smtlab_store::{MergeSummary, Store};
 
 use crate::exit::usage;
-use crate::output;
+use crate::output::{self, plural};
 
 #[derive(Args, Debug)]
 #[command(
@@ -103,14 +103,6 @@ fn summary_line(m: &MergeSummary) -> String {
         m.samples,
         plural(m.samples),
     )
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! write_fleet_report`).
 
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use smtlab_analyse::fleet::load_fleet;
@@ -106,14 +106,25 @@ pub fn render_findings_of(b: &ReportedRun, findings: &Findings) -> String {
     section(&mut s, "Recommendations", &recs);
     section(&mut s, "What this machine cannot show", &b.limits);
     section(&mut s, "Notes", &b.notes);
-    let _ = writeln!(
-        s,
-        "\nReport: {} ({} charts as PNG and SVG, summary.md, samples.csv, results.json in {})",
-        b.files.html.display(),
-        b.files.charts.len() / 2,
-        b.files.dir.display()
-    );
+    s.push_str(&closing_line(
+        &b.files.html,
+        b.files.charts.len(),
+        "summary.md, samples.csv, results.json",
+        &b.files.dir,
+    ));
     s
+}
+
+/// A report's last line: its page, its charts (`files` of them, each as
+/// PNG and SVG), the other files it wrote (`others`), its directory.
+fn closing_line(html: &Path, files: usize, others: &str, dir: &Path) -> String {
+    let charts = (files / 2) as u64;
+    format!(
+        "\nReport: {} ({charts} chart{} as PNG and SVG, {others} in {})\n",
+        html.display(),
+        output::plural(charts),
+        dir.display()
+    )
 }
 
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
@@ -177,13 +188,12 @@ fn fleet(a: &ReportArgs) -> anyhow::Result<i32> {
             let _ = writeln!(s, "  * {n}");
         }
     }
-    let _ = writeln!(
-        s,
-        "\nReport: {} ({} charts as PNG and SVG, summary.md, fleet.json in {})",
-        files.html.display(),
-        files.charts.len() / 2,
-        files.dir.display()
-    );
+    s.push_str(&closing_line(
+        &files.html,
+        files.charts.len(),
+        "summary.md, fleet.json",
+        &files.dir,
+    ));
     output::print(&s)?;
     Ok(0)
 }
