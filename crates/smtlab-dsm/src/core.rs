@@ -186,8 +186,16 @@ impl Core {
         }
     }
 
+    /// Every rank's address (index = rank). In a job of two ranks the
+    /// socket is also connected to the other one (a cheaper send and
+    /// receive; see [`UdpTransport::connect_peer`]); if that fails, it
+    /// simply stays unconnected.
     pub fn set_peers(&mut self, peers: Vec<SocketAddr>) {
+        let two = peers.len() == 2;
         self.net.set_peers(peers);
+        if two {
+            let _ = self.net.connect_peer(1 - self.rank);
+        }
     }
 
     pub fn counters(&self) -> &Counters {
@@ -242,11 +250,33 @@ impl Core {
 
     /// Receive what arrived and handle it; returns how many messages.
     pub fn receive(&mut self, region: &DsmRegion) -> usize {
+        self.receive_with(region, |net, ep, deliver| {
+            net.drain(ep, deliver);
+        })
+    }
+
+    /// Sleep in the socket until one datagram arrives or `timeout` passes,
+    /// and handle it; returns how many messages it completed. Only for a
+    /// rank whose computing thread is its only reader (`poll`), and only
+    /// with the core locked by that thread — nobody else needs it then.
+    pub fn receive_waiting(&mut self, region: &DsmRegion, timeout: std::time::Duration) -> usize {
+        self.receive_with(region, |net, ep, deliver| {
+            net.receive_one(ep, timeout, deliver);
+        })
+    }
+
+    /// Read with `read`, then handle the messages it completed (after the
+    /// read: a reply goes out through the endpoint the read borrows).
+    fn receive_with(
+        &mut self,
+        region: &DsmRegion,
+        read: impl FnOnce(&mut UdpTransport, &mut Endpoint, &mut dyn FnMut(usize, &[u8])),
+    ) -> usize {
         let mut inbox = std::mem::take(&mut self.inbox);
         let mut index = std::mem::take(&mut self.inbox_index);
         inbox.clear();
         index.clear();
-        self.net.drain(&mut self.ep, &mut |from, msg| {
+        read(&mut self.net, &mut self.ep, &mut |from, msg| {
             index.push((from, inbox.len(), msg.len()));
             inbox.extend_from_slice(msg);
         });
@@ -294,14 +324,16 @@ impl Core {
                 if page as usize >= region.pages() {
                     return;
                 }
-                let mut len = protocol::start(out.scratch, protocol::GETP_REPLY, page);
+                let start = protocol::start(out.scratch, protocol::GETP_REPLY, page);
                 let p = page as usize;
-                for w in &region.dsm_words()[p * PAGE_WORDS..(p + 1) * PAGE_WORDS] {
-                    out.scratch[len..len + 8]
-                        .copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-                    len += 8;
+                let words = &region.dsm_words()[p * PAGE_WORDS..(p + 1) * PAGE_WORDS];
+                // One slice, so the loop is a load and a store per word
+                // (indexing `out.scratch` per word re-read its bounds).
+                let body = &mut out.scratch[start..start + DSM_PAGE];
+                for (b, w) in body.chunks_exact_mut(8).zip(words) {
+                    b.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
                 }
-                out.send(from, len);
+                out.send(from, start + DSM_PAGE);
             }
             protocol::DIFF => {
                 let Some((page, runs)) = protocol::u32_head(body) else {
@@ -345,8 +377,16 @@ impl Core {
             self.handle(to, msg, region);
             return;
         }
+        // Straight to the endpoint unless earlier messages wait (in
+        // order, behind them): no copy on the common path.
+        if self.pending.is_empty() {
+            match self.net.send(&mut self.ep, to, msg) {
+                Ok(()) => return,
+                Err(SendError::WindowFull) => {}
+                Err(e) => panic!("DSM message to rank {to}: {e}"),
+            }
+        }
         self.pending.push_back((to, msg.to_vec()));
-        self.flush_pending();
     }
 
     /// Queue a message of this rank's computation for a sending thread.

@@ -55,6 +55,11 @@ const SIGIO_TICK: Duration = Duration::from_millis(1);
 pub const STALL_LIMIT_NS: u64 = 120_000_000_000;
 /// The longest a communication thread sleeps without looking at its timers.
 const THREAD_NAP_MS: u64 = 2;
+/// How late a read timeout of [`THREAD_NAP_MS`] may end: the kernel counts
+/// it in scheduler ticks and the first tick may come at once, so it sleeps
+/// up to one tick — 4 ms at Debian's HZ=250. A `poll` rank sleeps in a read
+/// only while its next timer is at least this far away.
+const READ_TIMEOUT_SLACK: Duration = Duration::from_millis(4);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PageState {
@@ -484,21 +489,31 @@ impl Node {
                 }
                 smtlab_sys::unblock_io_signal();
             }
-            Comm::Poll => loop {
-                let (finished, nap) = {
-                    let mut core = self.lock_core();
-                    core.service(&self.region);
-                    let d = done(&core.waits);
-                    if !d {
-                        core.flush_acks();
+            Comm::Poll => {
+                // The computing thread is the socket's only reader: it
+                // sleeps in the read itself (one system call per wake-up,
+                // as in a blocking ping-pong), serving requests as they
+                // come, until what it waits for arrived. A read timeout
+                // counts in scheduler ticks, though, and may end up to a
+                // tick late; when a timer is due sooner than
+                // READ_TIMEOUT_SLACK, poll (precise) and then read.
+                let mut core = self.lock_core();
+                while !done(&core.waits) {
+                    core.flush_pending();
+                    core.tick();
+                    core.flush_acks();
+                    let steady = Duration::from_millis(THREAD_NAP_MS);
+                    match core.until_deadline() {
+                        Some(d) if d < READ_TIMEOUT_SLACK => {
+                            wait_readable(&[self.sock.as_fd()], Node::nap_ms(&core).max(1));
+                            core.receive(&self.region);
+                        }
+                        _ => {
+                            core.receive_waiting(&self.region, steady);
+                        }
                     }
-                    (d, Node::nap_ms(&core))
-                };
-                if finished {
-                    break;
                 }
-                wait_readable(&[self.sock.as_fd()], nap.max(1));
-            },
+            }
             Comm::Thr1 | Comm::Thr2 | Comm::Thr3 => {
                 let mut core = self.lock_core();
                 while !done(&core.waits) {
@@ -514,11 +529,18 @@ impl Node {
         now_ns() - t0
     }
 
-    /// Fetch page `p` from its home into the DSM's view.
+    /// Fetch page `p` from its home into the DSM's view, and make it
+    /// readable in the application's.
     fn fetch(&self, m: &mut Main, p: usize) {
         let len = protocol::start(&mut m.msg, protocol::GETP, p as u32);
         let home = m.homes[p] as usize;
         self.request(home, &m.msg[..len], |w| w.page_arrived = false);
+        // The page is made readable while the request travels, so the
+        // mprotect overlaps the round trip instead of following it. Safe:
+        // only the computing thread reads the application's view, and it
+        // is here, in the fault handler, until the reply is in the page
+        // (written through the DSM's view, the same memory).
+        self.protect(p, PageAccess::Read);
         m.wait_ns += self.wait(|w| w.page_arrived);
         m.getp += 1;
     }
@@ -532,7 +554,6 @@ impl Node {
         let ok = match m.pages[p] {
             PageState::Invalid => {
                 self.fetch(&mut m, p);
-                self.protect(p, PageAccess::Read);
                 m.pages[p] = PageState::ReadOnly;
                 true
             }
@@ -622,13 +643,28 @@ impl Node {
         self.with_core(|core| core.waits.notices = notices);
     }
 
-    /// Drop this rank's copy of page `p` (if it holds a clean one), so the
-    /// next access fetches it again: the page-fetch benchmark.
-    pub fn forget_page(&self, p: usize) {
+    /// Drop this rank's copies of pages `first..first + count` (those it
+    /// holds clean), so the next access to each fetches it again: the
+    /// page-fetch benchmark, which does this outside its timing. One
+    /// `mprotect` per run of such pages.
+    pub fn forget_pages(&self, first: usize, count: usize) {
         let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
-        if m.pages.get(p) == Some(&PageState::ReadOnly) {
-            self.protect(p, PageAccess::None);
-            m.pages[p] = PageState::Invalid;
+        let end = (first + count).min(m.pages.len());
+        let mut p = first;
+        while p < end {
+            let run = m.pages[p..end]
+                .iter()
+                .take_while(|s| **s == PageState::ReadOnly)
+                .count();
+            if run == 0 {
+                p += 1;
+                continue;
+            }
+            self.region
+                .protect(p, run, PageAccess::None)
+                .unwrap_or_else(|e| panic!("mprotect of DSM pages {p}..{}: {e}", p + run));
+            m.pages[p..p + run].fill(PageState::Invalid);
+            p += run;
         }
     }
 

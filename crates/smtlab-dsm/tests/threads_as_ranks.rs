@@ -101,8 +101,10 @@ fn five_percent_loss_still_verifies_and_counts_retransmissions() {
 
 #[test]
 fn a_page_fetch_round_trip_is_measured_for_every_mechanism() {
-    let plain = smtlab_dsm::udp_ping_pong_ns(2000, 4096, [Some(0), Some(1)]).unwrap();
+    let plain = smtlab_dsm::udp_ping_pong_ns(2000, 4096, [Some(0), Some(1)], true).unwrap();
     assert!(plain > 0.0);
+    let unconnected = smtlab_dsm::udp_ping_pong_ns(2000, 4096, [Some(0), Some(1)], false).unwrap();
+    assert!(unconnected > 0.0);
     for comm in Comm::ALL {
         let ns = smtlab_dsm::page_fetch_ns(comm, 2000, [Some(0), Some(1)])
             .unwrap_or_else(|e| panic!("{comm}: {e}"));

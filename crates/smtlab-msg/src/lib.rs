@@ -16,7 +16,8 @@
 //!   halves of a channel), `wire.rs` (the datagram format) and `fault.rs`
 //!   (seeded loss, reordering and duplication on the send side, for tests
 //!   and for benchmarks over a deliberately bad network).
-//! * [`UdpTransport`] (`socket.rs`) is the real network under it, std only.
+//! * [`UdpTransport`] (`socket.rs`) is the real network under it (std, and nix
+//!   for the socket flags std lacks).
 //! * [`Config`] and [`Counters`] are its settings and its statistics.
 //!
 //! This crate uses no other smtlab crate.

@@ -1,21 +1,29 @@
-//! [`UdpTransport`]: the real network under an [`Endpoint`], one
-//! non-blocking UDP socket per rank, with std only (no `unsafe`, no libc).
+//! [`UdpTransport`]: the real network under an [`Endpoint`], one UDP
+//! socket per rank, with std and nix's safe wrappers (no `unsafe`).
 //!
 //! It adds what the endpoint leaves out on purpose: the socket, the peers'
 //! addresses, the clock, and the check that a datagram comes from the
 //! address of the rank it claims. Its receive buffer is made in `bind`, and
-//! `send_to`/`recv_from` with a `SocketAddr` do not allocate, so `drain`,
-//! `send`, `tick` and `flush_acks` do not either: a SIGIO handler may call
-//! them. Waiting for traffic is left to the caller (poll the
-//! [`AsRawFd`] descriptor, or SIGIO), apart from a simple
-//! [`UdpTransport::wait_readable`] for a thread that has the socket to
-//! itself.
+//! `sendto`/`recvmsg` with an address on the stack do not allocate, so
+//! `drain`, `send`, `tick` and `flush_acks` do not either: a SIGIO handler
+//! may call them.
+//!
+//! Every send and every read but one passes `MSG_DONTWAIT`, so none of them
+//! blocks whatever the socket's mode. The one is [`UdpTransport::receive_one`]:
+//! a thread that has the socket to itself sleeps *in* the read, until a
+//! datagram arrives or a timeout passes — one system call per wake-up, as
+//! in a plain blocking ping-pong, instead of `poll` and then a read (and a
+//! last read that finds nothing). std's `recv_from` takes no flags, hence
+//! nix. Waiting otherwise is left to the caller (poll the [`AsRawFd`]
+//! descriptor, or SIGIO), apart from a simple
+//! [`UdpTransport::wait_readable`].
 
-use std::io;
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-#[cfg(unix)]
+use std::io::{self, IoSliceMut};
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
+
+use nix::sys::socket::{MsgFlags, SockaddrStorage};
 
 use crate::endpoint::{Endpoint, SendError};
 use crate::wire::{Header, MAX_DATAGRAM};
@@ -26,6 +34,11 @@ pub struct UdpTransport {
     socket: UdpSocket,
     /// Address of each rank, indexed by rank.
     peers: Vec<SocketAddr>,
+    /// How a datagram reaches each rank.
+    routes: Vec<Route>,
+    /// The read timeout [`UdpTransport::receive_one`] last set (`None`:
+    /// the socket is still non-blocking, as `bind` made it).
+    read_timeout: Option<Duration>,
     /// One byte longer than the largest valid datagram, so a longer one
     /// shows up as too long (and is rejected) instead of being cut to a
     /// valid-looking length.
@@ -45,6 +58,8 @@ impl UdpTransport {
         Ok(UdpTransport {
             socket,
             peers: Vec::new(),
+            routes: Vec::new(),
+            read_timeout: None,
             buf: vec![0; MAX_DATAGRAM + 1],
             epoch: Instant::now(),
             send_errors: 0,
@@ -61,7 +76,28 @@ impl UdpTransport {
     /// once, before traffic (until then every datagram is a stranger's):
     /// apart from `bind`, it is the only call that may allocate.
     pub fn set_peers(&mut self, peers: Vec<SocketAddr>) {
+        self.routes = peers
+            .iter()
+            .map(|&a| Route::To(SockaddrStorage::from(a)))
+            .collect();
         self.peers = peers;
+    }
+
+    /// Connects the socket to rank `to`, the only other rank there is
+    /// (call it after [`UdpTransport::set_peers`], for a job of two ranks):
+    /// the kernel then keeps the route instead of looking it up for every
+    /// datagram sent and received (about 1.4 µs of a 4 KiB round trip on
+    /// loopback, measured beside a plain ping-pong), and itself drops a
+    /// datagram from any other address — which is then not counted as a
+    /// stranger, since it never arrives here.
+    pub fn connect_peer(&mut self, to: usize) -> io::Result<()> {
+        let addr = *self
+            .peers
+            .get(to)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no rank {to}")))?;
+        self.socket.connect(addr)?;
+        self.routes[to] = Route::Connected;
+        Ok(())
     }
 
     /// Monotonic nanoseconds since `bind`: the `now` to pass to every
@@ -79,7 +115,7 @@ impl UdpTransport {
     pub fn send_to(&mut self, to: usize, datagram: &[u8]) {
         transmit(
             &self.socket,
-            &self.peers,
+            &self.routes,
             &mut self.send_errors,
             to,
             datagram,
@@ -94,9 +130,9 @@ impl UdpTransport {
         msg: &[u8],
     ) -> Result<(), SendError> {
         let now = self.now();
-        let (socket, peers, errors) = (&self.socket, &self.peers, &mut self.send_errors);
+        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
         endpoint.send(to, msg, now, &mut |to, d| {
-            transmit(socket, peers, errors, to, d)
+            transmit(socket, routes, errors, to, d)
         })
     }
 
@@ -112,58 +148,110 @@ impl UdpTransport {
         deliver: &mut dyn FnMut(usize, &[u8]),
     ) -> usize {
         let mut read = 0;
-        loop {
-            let (len, from) = match self.socket.recv_from(&mut self.buf) {
-                Ok(got) => got,
-                Err(e) => match e.kind() {
-                    io::ErrorKind::WouldBlock => break,
+        while self.read_one(MsgFlags::MSG_DONTWAIT, endpoint, deliver) {
+            read += 1;
+        }
+        read
+    }
+
+    /// Sleeps in a read until one datagram arrives (handled as [`drain`]
+    /// handles each) or `timeout` passes; returns whether one was read. The
+    /// first call puts the socket in blocking mode for good (every other
+    /// read and send passes `MSG_DONTWAIT`, so they are unaffected); a
+    /// timeout different from the last one costs one more system call, so
+    /// pass a steady one. For a thread that has the socket to itself: two
+    /// threads sleeping in it would each take datagrams the other waits
+    /// for. A zero `timeout` reads without waiting.
+    ///
+    /// [`drain`]: UdpTransport::drain
+    pub fn receive_one(
+        &mut self,
+        endpoint: &mut Endpoint,
+        timeout: Duration,
+        deliver: &mut dyn FnMut(usize, &[u8]),
+    ) -> bool {
+        if timeout.is_zero() || self.set_read_timeout(timeout).is_err() {
+            return self.read_one(MsgFlags::MSG_DONTWAIT, endpoint, deliver);
+        }
+        self.read_one(MsgFlags::empty(), endpoint, deliver)
+    }
+
+    /// Blocking mode with `timeout` as the read timeout (a zero read
+    /// timeout would mean "forever" to the OS; callers pass none).
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        if self.read_timeout == Some(timeout) {
+            return Ok(());
+        }
+        if self.read_timeout.is_none() {
+            self.socket.set_nonblocking(false)?;
+        }
+        self.socket.set_read_timeout(Some(timeout))?;
+        self.read_timeout = Some(timeout);
+        Ok(())
+    }
+
+    /// One read with `flags`, the datagram handed to the endpoint; `false`
+    /// when nothing was there (or the read failed otherwise).
+    fn read_one(
+        &mut self,
+        flags: MsgFlags,
+        endpoint: &mut Endpoint,
+        deliver: &mut dyn FnMut(usize, &[u8]),
+    ) -> bool {
+        let (len, from) = loop {
+            let mut iov = [IoSliceMut::new(&mut self.buf)];
+            match nix::sys::socket::recvmsg::<SockaddrStorage>(
+                self.socket.as_raw_fd(),
+                &mut iov,
+                None,
+                flags,
+            ) {
+                Ok(got) => break (got.bytes, got.address.and_then(std_addr)),
+                Err(errno) => match io::Error::from(errno).kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => return false,
                     // An ICMP error about an earlier send, or a signal:
                     // nothing to read from it, go on.
                     io::ErrorKind::Interrupted
                     | io::ErrorKind::ConnectionRefused
-                    | io::ErrorKind::ConnectionReset => {
-                        self.recv_errors += 1;
-                        continue;
-                    }
+                    | io::ErrorKind::ConnectionReset => self.recv_errors += 1,
                     _ => {
                         self.recv_errors += 1;
-                        break;
+                        return false;
                     }
                 },
-            };
-            read += 1;
-            let datagram = &self.buf[..len];
-            // Malformed datagrams go on to the endpoint, which counts them.
-            if let Ok((header, _)) = Header::decode(datagram) {
-                if self.peers.get(usize::from(header.src)) != Some(&from) {
-                    endpoint.count_stranger();
-                    continue;
-                }
             }
-            let now = self.now();
-            let (socket, peers, errors) = (&self.socket, &self.peers, &mut self.send_errors);
-            endpoint.receive(
-                datagram,
-                now,
-                &mut |to, d| transmit(socket, peers, errors, to, d),
-                deliver,
-            );
+        };
+        let datagram = &self.buf[..len];
+        // Malformed datagrams go on to the endpoint, which counts them.
+        if let Ok((header, _)) = Header::decode(datagram) {
+            if from.is_none() || self.peers.get(usize::from(header.src)) != from.as_ref() {
+                endpoint.count_stranger();
+                return true;
+            }
         }
-        read
+        let now = self.now();
+        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
+        endpoint.receive(
+            datagram,
+            now,
+            &mut |to, d| transmit(socket, routes, errors, to, d),
+            deliver,
+        );
+        true
     }
 
     /// [`Endpoint::tick`] at the current time, through this socket.
     pub fn tick(&mut self, endpoint: &mut Endpoint) {
         let now = self.now();
-        let (socket, peers, errors) = (&self.socket, &self.peers, &mut self.send_errors);
-        endpoint.tick(now, &mut |to, d| transmit(socket, peers, errors, to, d));
+        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
+        endpoint.tick(now, &mut |to, d| transmit(socket, routes, errors, to, d));
     }
 
     /// [`Endpoint::flush_acks`] at the current time, through this socket.
     pub fn flush_acks(&mut self, endpoint: &mut Endpoint) {
         let now = self.now();
-        let (socket, peers, errors) = (&self.socket, &self.peers, &mut self.send_errors);
-        endpoint.flush_acks(now, &mut |to, d| transmit(socket, peers, errors, to, d));
+        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
+        endpoint.flush_acks(now, &mut |to, d| transmit(socket, routes, errors, to, d));
     }
 
     /// How long until the endpoint's next deadline (zero if it has passed),
@@ -176,23 +264,29 @@ impl UdpTransport {
     }
 
     /// Waits until a datagram is waiting or `timeout` passes; returns
-    /// whether one is waiting. It switches the socket to blocking mode for
-    /// the wait, which changes it for every descriptor that shares it: use
-    /// it only in a thread that has the socket to itself (no clone of the
-    /// descriptor read elsewhere meanwhile) — otherwise poll the
-    /// [`AsRawFd`] descriptor instead.
+    /// whether one is waiting. Like [`UdpTransport::receive_one`] it sleeps
+    /// in a (peeking) read, so the same rule holds: use it only in a thread
+    /// that has the socket to itself — otherwise poll the [`AsRawFd`]
+    /// descriptor instead.
     pub fn wait_readable(&mut self, timeout: Duration) -> io::Result<bool> {
         let mut probe = [0u8; 1];
         if timeout.is_zero() {
-            // A zero read timeout means "forever" to the OS; peek instead.
-            return peeked(self.socket.peek_from(&mut probe));
+            return peeked(self.peek(&mut probe, MsgFlags::MSG_DONTWAIT));
         }
-        self.socket.set_nonblocking(false)?;
-        let set = self.socket.set_read_timeout(Some(timeout));
-        let result = set.and_then(|()| peeked(self.socket.peek_from(&mut probe)));
-        // Restore non-blocking reads whatever happened, before reporting.
-        self.socket.set_nonblocking(true)?;
-        result
+        self.set_read_timeout(timeout)?;
+        peeked(self.peek(&mut probe, MsgFlags::empty()))
+    }
+
+    fn peek(&self, probe: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
+        let mut iov = [IoSliceMut::new(probe)];
+        nix::sys::socket::recvmsg::<()>(
+            self.socket.as_raw_fd(),
+            &mut iov,
+            None,
+            flags | MsgFlags::MSG_PEEK,
+        )
+        .map(|got| got.bytes)
+        .map_err(io::Error::from)
     }
 
     /// Datagrams whose transmission failed (counted as lost).
@@ -211,7 +305,6 @@ impl UdpTransport {
     }
 }
 
-#[cfg(unix)]
 impl AsRawFd for UdpTransport {
     /// The socket's descriptor, for callers that wait with poll or SIGIO.
     fn as_raw_fd(&self) -> RawFd {
@@ -219,24 +312,29 @@ impl AsRawFd for UdpTransport {
     }
 }
 
-#[cfg(unix)]
 impl AsFd for UdpTransport {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.socket.as_fd()
     }
 }
 
-/// Sends `datagram` to rank `to`'s address; any failure is a lost
-/// datagram, counted in `errors`.
-fn transmit(
-    socket: &UdpSocket,
-    peers: &[SocketAddr],
-    errors: &mut u64,
-    to: usize,
-    datagram: &[u8],
-) {
-    let sent = match peers.get(to) {
-        Some(addr) => socket.send_to(datagram, addr).is_ok(),
+/// How a datagram reaches a rank.
+#[derive(Debug, Clone)]
+enum Route {
+    /// `sendto` this address.
+    To(SockaddrStorage),
+    /// `send`: the socket is connected to the rank.
+    Connected,
+}
+
+/// Sends `datagram` to rank `to` without ever blocking; any failure (a
+/// full socket buffer among them) is a lost datagram, counted in `errors`.
+fn transmit(socket: &UdpSocket, routes: &[Route], errors: &mut u64, to: usize, datagram: &[u8]) {
+    let fd = socket.as_raw_fd();
+    let flags = MsgFlags::MSG_DONTWAIT;
+    let sent = match routes.get(to) {
+        Some(Route::To(addr)) => nix::sys::socket::sendto(fd, datagram, addr, flags).is_ok(),
+        Some(Route::Connected) => nix::sys::socket::send(fd, datagram, flags).is_ok(),
         None => false,
     };
     if !sent {
@@ -244,9 +342,18 @@ fn transmit(
     }
 }
 
+/// A sender's address as std spells it (UDP senders are IPv4 or IPv6).
+fn std_addr(addr: SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = addr.as_sockaddr_in() {
+        return Some(SocketAddr::V4(SocketAddrV4::from(*v4)));
+    }
+    addr.as_sockaddr_in6()
+        .map(|v6| SocketAddr::V6(SocketAddrV6::from(*v6)))
+}
+
 /// The outcome of a readiness peek: a datagram (or a pending error, which
 /// the next read consumes) is there, or nothing came in time.
-fn peeked(result: io::Result<(usize, SocketAddr)>) -> io::Result<bool> {
+fn peeked(result: io::Result<usize>) -> io::Result<bool> {
     match result {
         Ok(_) => Ok(true),
         Err(e) => match e.kind() {

@@ -15,6 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use smtlab_msg::{Config, Endpoint, Fault, SendError, UdpTransport, MAX_DATAGRAM, PAGE};
 
@@ -298,5 +299,38 @@ fn udp_transport_calls_do_not_allocate_after_setup() {
     assert!(
         delivered > 100,
         "only {delivered} messages crossed loopback"
+    );
+
+    // The same over connected sockets (a job of two ranks), and the
+    // blocking read the `poll` mechanism sleeps in.
+    transports[0].connect_peer(1).unwrap();
+    transports[1].connect_peer(0).unwrap();
+    let mut delivered = 0;
+    let mut reads = 0;
+    let n = allocations_during(|| {
+        for msg in msgs.iter().cycle().take(10 * msgs.len()) {
+            let (a, b) = transports.split_at_mut(1);
+            let (ea, eb) = endpoints.split_at_mut(1);
+            while a[0].send(&mut ea[0], 1, msg).is_err() {
+                a[0].drain(&mut ea[0], &mut |_, _| {});
+                b[0].flush_acks(&mut eb[0]);
+            }
+            // One datagram per read, until the message is whole.
+            let before = delivered;
+            while delivered == before && reads < 10_000 {
+                reads += 1;
+                b[0].receive_one(&mut eb[0], Duration::from_secs(1), &mut |_, _| {
+                    delivered += 1
+                });
+            }
+            b[0].flush_acks(&mut eb[0]);
+            a[0].drain(&mut ea[0], &mut |_, _| {});
+        }
+    });
+    assert_eq!(n, 0, "allocations during connected UDP traffic");
+    assert_eq!(
+        delivered,
+        10 * msgs.len(),
+        "messages delivered through blocking reads over connected loopback"
     );
 }

@@ -173,3 +173,120 @@ fn request_reply_over_lossy_udp_is_exact() {
         results[0].1 + results[1].1
     );
 }
+
+/// Two transports on 127.0.0.1 with their endpoints, peers set.
+fn pair() -> (Vec<UdpTransport>, Vec<Endpoint>) {
+    let mut transports: Vec<UdpTransport> = (0..2)
+        .map(|_| UdpTransport::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let addrs: Vec<_> = transports.iter().map(|t| t.local_addr().unwrap()).collect();
+    for t in &mut transports {
+        t.set_peers(addrs.clone());
+    }
+    let endpoints = (0..2)
+        .map(|r| Endpoint::new(r, Config::new(2)).unwrap())
+        .collect();
+    (transports, endpoints)
+}
+
+#[test]
+fn receive_one_sleeps_until_a_datagram_or_its_timeout_and_drain_still_never_blocks() {
+    let (mut t, mut e) = pair();
+    let mut got: Vec<Vec<u8>> = Vec::new();
+
+    // Nothing comes: it gives up after its timeout, not before and not
+    // much after (a read timeout counts in scheduler ticks).
+    let started = Instant::now();
+    let read = t[0].receive_one(&mut e[0], Duration::from_millis(30), &mut |_, m| {
+        got.push(m.to_vec())
+    });
+    let slept = started.elapsed();
+    assert!(!read && got.is_empty());
+    assert!(
+        slept >= Duration::from_millis(25) && slept < Duration::from_secs(2),
+        "slept {slept:?} for a 30 ms timeout"
+    );
+
+    // The socket is now in blocking mode, yet draining an empty socket
+    // returns at once (every other read passes MSG_DONTWAIT).
+    let started = Instant::now();
+    assert_eq!(t[0].drain(&mut e[0], &mut |_, m| got.push(m.to_vec())), 0);
+    assert!(started.elapsed() < Duration::from_millis(20));
+
+    // A message sent later wakes the sleeper, long before its timeout.
+    let (mut a, mut b) = (t.remove(0), t.remove(0));
+    let (mut ea, mut eb) = (e.remove(0), e.remove(0));
+    let sender = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        b.send(&mut eb, 0, b"wake up").unwrap();
+        (b, eb)
+    });
+    let started = Instant::now();
+    let mut read = false;
+    while !read && started.elapsed() < Duration::from_secs(5) {
+        read = a.receive_one(&mut ea, Duration::from_secs(2), &mut |from, m| {
+            assert_eq!(from, 1);
+            got.push(m.to_vec())
+        });
+    }
+    let woke = started.elapsed();
+    sender.join().unwrap();
+    assert!(read, "no datagram in 5 s");
+    assert_eq!(got, vec![b"wake up".to_vec()]);
+    assert!(
+        woke >= Duration::from_millis(40) && woke < Duration::from_millis(1500),
+        "woke after {woke:?}: the read should sleep until the datagram, not its 2 s timeout"
+    );
+
+    // A zero timeout reads without waiting.
+    let started = Instant::now();
+    assert!(!a.receive_one(&mut ea, Duration::ZERO, &mut |_, _| {}));
+    assert!(started.elapsed() < Duration::from_millis(20));
+}
+
+#[test]
+fn a_connected_pair_exchanges_and_the_kernel_keeps_strangers_out() {
+    let (mut t, mut e) = pair();
+    t[0].connect_peer(1).unwrap();
+    t[1].connect_peer(0).unwrap();
+    assert!(t[0].connect_peer(2).is_err(), "there is no rank 2");
+
+    // A third socket sprays both; a connected socket never reads it.
+    let stranger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for tr in &t {
+        stranger
+            .send_to(b"garbage", tr.local_addr().unwrap())
+            .unwrap();
+    }
+
+    let mut got: Vec<(usize, Vec<u8>)> = Vec::new();
+    for i in 0u32..50 {
+        let (a, b) = t.split_at_mut(1);
+        let (ea, eb) = e.split_at_mut(1);
+        let msg = request(i);
+        a[0].send(&mut ea[0], 1, &msg).unwrap();
+        let mut seen = Vec::new();
+        while seen.is_empty() {
+            assert!(
+                b[0].receive_one(&mut eb[0], Duration::from_secs(5), &mut |f, m| seen
+                    .push((f, m.to_vec()))),
+                "request {i} never arrived"
+            );
+        }
+        assert_eq!(seen, vec![(0, msg.clone())]);
+        b[0].send(&mut eb[0], 0, &reply_to(&msg)).unwrap();
+        while got.len() == i as usize {
+            assert!(
+                a[0].receive_one(&mut ea[0], Duration::from_secs(5), &mut |f, m| got
+                    .push((f, m.to_vec()))),
+                "reply {i} never arrived"
+            );
+        }
+        assert_eq!(got[i as usize], (1, reply_to(&msg)));
+    }
+    for (tr, ep) in t.iter().zip(&e) {
+        let c: &Counters = ep.counters();
+        assert_eq!(c.strangers_dropped, 0, "{c:?}");
+        assert_eq!(tr.send_errors(), 0);
+    }
+}

@@ -13,11 +13,17 @@
 //!   processors, which is what a DSM is for. The same comparison with
 //!   both unpinned is printed beside it (on one CPU a plain ping-pong is a
 //!   cheap hand-off between two threads; a mechanism's extra threads and
-//!   the fault itself weigh more there). `DSM_BENCH_ROUNDS` interleaved
-//!   rounds (default 7), each of `DSM_BENCH_FETCHES` fetches (default
-//!   2,000), the order of the sides alternating; the ratio held against
-//!   the target is the median of per-round ratios (the host drifts between
-//!   a fast and a slow state).
+//!   the fault itself weigh more there). The fetches come in batches of 64
+//!   distinct pages, invalidated together between batches (one untimed
+//!   `mprotect`: a DSM invalidates at acquires and barriers, not inside a
+//!   fetch). The plain ping-pong held against the target uses connected
+//!   sockets (`send`/`recv`), as the two ranks' sockets are; the ping-pong
+//!   with `send_to`/`recv_from`, which a socket serving more than one peer
+//!   pays, is printed beside it. `DSM_BENCH_ROUNDS` interleaved rounds
+//!   (default 7), each of `DSM_BENCH_FETCHES` fetches (default 2,000), the
+//!   order of the sides alternating; the ratio held against the target is
+//!   the median of per-round ratios (the host drifts between a fast and a
+//!   slow state).
 //! * With 5% injected loss (every datagram, data or acknowledgement, dropped
 //!   with probability 0.05 on send), every application verifies under
 //!   every mechanism, at 2 ranks; retransmissions, drops and duplicates
@@ -51,6 +57,7 @@ fn main() {
         ("unpinned", [None, None]),
     ] {
         let mut plain = Vec::new();
+        let mut unconnected = Vec::new();
         let mut per: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
         let mut ratios: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
         for round in 0..rounds {
@@ -65,8 +72,12 @@ fn main() {
             for side in order {
                 match side {
                     None => {
-                        this_plain = smtlab_dsm::udp_ping_pong_ns(fetches, 4096, cpus)
-                            .expect("a UDP ping-pong on loopback")
+                        this_plain = smtlab_dsm::udp_ping_pong_ns(fetches, 4096, cpus, true)
+                            .expect("a UDP ping-pong on loopback");
+                        unconnected.push(
+                            smtlab_dsm::udp_ping_pong_ns(fetches, 4096, cpus, false)
+                                .expect("a UDP ping-pong on loopback"),
+                        );
                     }
                     Some(c) => {
                         let ns = smtlab_dsm::page_fetch_ns(c, fetches, cpus)
@@ -83,9 +94,19 @@ fn main() {
         }
         let plain_med = common::median(plain.clone());
         println!("\n4 KiB round trip, {label} ({rounds} rounds of {fetches}):");
+        let unconnected_med = common::median(unconnected.clone());
         println!("  plain UDP ping-pong  {:>8.1} us", plain_med / 1e3);
+        println!(
+            "  (unconnected: send_to/recv_from {:.1} us, {:.2}x)",
+            unconnected_med / 1e3,
+            unconnected_med / plain_med
+        );
         let mut side = serde_json::Map::new();
         side.insert("plain_us".into(), (plain_med / 1e3).into());
+        side.insert(
+            "plain_unconnected_us".into(),
+            (unconnected_med / 1e3).into(),
+        );
         for (c, v) in &per {
             let r = common::median(ratios[c].clone());
             println!(
