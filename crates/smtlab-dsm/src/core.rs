@@ -276,14 +276,26 @@ impl Core {
         let mut index = std::mem::take(&mut self.inbox_index);
         inbox.clear();
         index.clear();
+        let mut direct = 0;
+        let waits = &mut self.waits;
         read(&mut self.net, &mut self.ep, &mut |from, msg| {
+            // A reply with nothing before it in this read is handled at
+            // once, from the socket's buffer (a page's reply is not
+            // copied twice); anything else waits its turn, in order.
+            if let Some((kind, body)) = protocol::split(msg) {
+                if index.is_empty() && !is_request(kind) {
+                    waits.on_reply(from, kind, body, region);
+                    direct += 1;
+                    return;
+                }
+            }
             index.push((from, inbox.len(), msg.len()));
             inbox.extend_from_slice(msg);
         });
         for &(from, start, len) in &index {
             self.handle(from, &inbox[start..start + len], region);
         }
-        let arrived = index.len();
+        let arrived = direct + index.len();
         self.inbox = inbox;
         self.inbox_index = index;
         arrived

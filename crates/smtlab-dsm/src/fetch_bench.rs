@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smtlab_dsm_apps::{Home, Shared, Words};
+use smtlab_sys::{DsmRegion, PageAccess, DSM_PAGE};
 use smtlab_types::{Comm, CpuSet};
 
 use crate::protocol::PAGE_WORDS;
 use crate::rank::{start_node, RankArgs, RankError};
+use crate::registry::SignalTarget;
 use crate::rendezvous::Rendezvous;
 
 fn pin(cpu: Option<u32>) {
@@ -188,5 +190,131 @@ pub fn udp_ping_pong_ns(
     });
     let ns = ping.join().expect("the ping thread")?;
     echo.join().expect("the echo thread")?;
+    Ok(ns)
+}
+
+/// The floor of a fault-driven page fetch on this machine: what the
+/// DSM's fetch does in the kernel, and nothing else. The faulting thread's
+/// SIGSEGV handler sends the page's number on a connected UDP socket, opens
+/// the page for reading while the request travels, sleeps in a blocking
+/// read of the 4 KiB reply and copies it into the page through the
+/// region's second view; the other thread answers with a blocking read and
+/// a send. No message layer (sequence numbers, acknowledgements,
+/// retransmission timers, serving): the DSM's fetch can approach this, not
+/// beat it.
+struct FaultFloor {
+    region: DsmRegion,
+    socket: UdpSocket,
+    reply: std::sync::Mutex<Vec<u8>>,
+    /// A send or read failed (a fetch then completes with whatever the
+    /// page holds, and the measurement is an error).
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl SignalTarget for FaultFloor {
+    fn owns(&self, addr: usize) -> bool {
+        self.region.app_range().contains(&addr)
+    }
+
+    fn fault(&self, addr: usize) -> bool {
+        let p = (addr - self.region.app_range().start) / DSM_PAGE;
+        // Only this thread faults here, so the lock is always free.
+        let mut reply = self.reply.lock().unwrap_or_else(|e| e.into_inner());
+        let sent = self.socket.send(&(p as u32).to_le_bytes()).is_ok();
+        if self.region.protect(p, 1, PageAccess::Read).is_err() {
+            return false;
+        }
+        if !sent || !matches!(self.socket.recv(&mut reply), Ok(DSM_PAGE)) {
+            self.failed.store(true, Ordering::Relaxed);
+            return true;
+        }
+        let words = &self.region.dsm_words()[p * PAGE_WORDS..(p + 1) * PAGE_WORDS];
+        for (w, b) in words.iter().zip(reply.chunks_exact(8)) {
+            w.store(
+                u64::from_le_bytes(b.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
+        true
+    }
+
+    fn on_io_signal(&self) {}
+}
+
+/// Mean nanoseconds per fault-driven page fetch at the floor (see
+/// [`FaultFloor`]): `rounds` fetches after `rounds / 10` unmeasured ones,
+/// in batches of 64 distinct pages invalidated together, untimed, as
+/// [`page_fetch_ns`] does. The thread answering runs on `cpus[0]`, the
+/// faulting one on `cpus[1]`.
+pub fn fault_floor_ns(rounds: usize, cpus: [Option<u32>; 2]) -> std::io::Result<f64> {
+    let a = UdpSocket::bind("127.0.0.1:0")?;
+    let b = UdpSocket::bind("127.0.0.1:0")?;
+    a.connect(b.local_addr()?)?;
+    b.connect(a.local_addr()?)?;
+    // A lost datagram (loopback drops none unless a buffer is full) ends
+    // the measurement instead of hanging it.
+    a.set_read_timeout(Some(Duration::from_secs(10)))?;
+    b.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let warm = rounds / 10;
+    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+        pin(cpus[0]);
+        // One page per page fetched, as the DSM's home serves them (the
+        // same page every time would be served from the cache).
+        let mut pages = vec![0u8; BATCH * DSM_PAGE];
+        for page in pages.chunks_exact_mut(DSM_PAGE) {
+            page[..8].copy_from_slice(&42u64.to_le_bytes());
+        }
+        let mut request = [0u8; 64];
+        for _ in 0..warm + rounds {
+            b.recv(&mut request)?;
+            let p = u32::from_le_bytes(request[..4].try_into().expect("4 bytes")) as usize % BATCH;
+            let page = &pages[p * DSM_PAGE..(p + 1) * DSM_PAGE];
+            b.send(page)?;
+        }
+        Ok(())
+    });
+    let fetch = std::thread::spawn(move || -> std::io::Result<f64> {
+        pin(cpus[1]);
+        let floor = Arc::new(FaultFloor {
+            region: DsmRegion::new(BATCH)?,
+            socket: a,
+            reply: std::sync::Mutex::new(vec![0u8; DSM_PAGE + 64]),
+            failed: std::sync::atomic::AtomicBool::new(false),
+        });
+        crate::registry::register(Arc::clone(&floor) as Arc<dyn SignalTarget>)?;
+        let words = floor.region.app_words();
+        let mut seen = 0;
+        let mut batch = |timed: usize| -> std::io::Result<u128> {
+            let mut ns = 0;
+            let mut left = timed;
+            while left > 0 {
+                let n = left.min(BATCH);
+                floor.region.protect(0, n, PageAccess::None)?;
+                let t0 = Instant::now();
+                for i in 0..n {
+                    seen += words[i * PAGE_WORDS].load(Ordering::Relaxed);
+                }
+                ns += t0.elapsed().as_nanos();
+                left -= n;
+            }
+            Ok(ns)
+        };
+        let measured = batch(warm).and_then(|_| batch(rounds));
+        crate::registry::unregister();
+        let ns = measured? as f64 / rounds as f64;
+        if floor.failed.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other(
+                "a fetch at the floor lost its request or reply",
+            ));
+        }
+        assert_eq!(
+            seen,
+            42 * (warm + rounds) as u64,
+            "a fetched page held its value"
+        );
+        Ok(ns)
+    });
+    let ns = fetch.join().expect("the faulting thread")?;
+    echo.join().expect("the answering thread")?;
     Ok(ns)
 }

@@ -14,7 +14,7 @@ mod registry;
 mod rendezvous;
 mod report;
 
-pub use fetch_bench::{page_fetch_ns, udp_ping_pong_ns};
+pub use fetch_bench::{fault_floor_ns, page_fetch_ns, udp_ping_pong_ns};
 pub use launcher::{
     default_bind, default_rendezvous, from_env as launcher_from_env, path_component, LauncherRank,
 };

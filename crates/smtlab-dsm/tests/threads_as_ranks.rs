@@ -105,6 +105,8 @@ fn a_page_fetch_round_trip_is_measured_for_every_mechanism() {
     assert!(plain > 0.0);
     let unconnected = smtlab_dsm::udp_ping_pong_ns(2000, 4096, [Some(0), Some(1)], false).unwrap();
     assert!(unconnected > 0.0);
+    let floor = smtlab_dsm::fault_floor_ns(2000, [Some(0), Some(1)]).unwrap();
+    assert!(floor.is_finite() && floor > 0.0, "{floor}");
     for comm in Comm::ALL {
         let ns = smtlab_dsm::page_fetch_ns(comm, 2000, [Some(0), Some(1)])
             .unwrap_or_else(|e| panic!("{comm}: {e}"));

@@ -2,9 +2,13 @@
 //! flight, kept until acknowledged, and their retransmission timers.
 //!
 //! Datagrams in flight have sequence numbers `acked..next_seq`, at most a
-//! window of them, each stored encoded in the slot `seq % window` of one
-//! buffer made up front. An ack is cumulative, so acknowledging is moving
-//! `acked` forward; nothing is searched or freed.
+//! window of them, each stored encoded in a slot of one buffer made up
+//! front; `slot_of[seq % window]` says which. An ack is cumulative, so
+//! acknowledging is moving `acked` forward and handing the freed slots
+//! back. Free slots are reused last freed first: in a request/reply
+//! exchange the next datagram lands where the last one was, in memory still
+//! in the cache, rather than in the next of `window` page-sized slots
+//! (every one of them cold by the time the ring comes round).
 
 use crate::wire::{low32, unwrap_seq, Header, HEADER_LEN, MAX_DATAGRAM};
 
@@ -27,6 +31,10 @@ pub(crate) struct Outgoing {
     /// Every datagram below this is acknowledged.
     acked: u64,
     slots: Vec<Slot>,
+    /// The slot of datagram `seq`, at `seq % window` (while in flight).
+    slot_of: Vec<u16>,
+    /// Free slots; the last one pushed is taken first.
+    free: Vec<u16>,
     /// Slot `i`'s datagram is at `i * MAX_DATAGRAM`.
     bytes: Vec<u8>,
 }
@@ -35,10 +43,13 @@ impl Outgoing {
     /// A channel that can have `window` datagrams in flight (0 for the
     /// channel to ourselves, which is never used).
     pub(crate) fn new(window: usize) -> Outgoing {
+        // MAX_WINDOW (4096) slots fit in u16.
         Outgoing {
             next_seq: 1,
             acked: 1,
             slots: vec![Slot::default(); window],
+            slot_of: vec![0; window],
+            free: (0..window as u16).rev().collect(),
             bytes: vec![0; window * MAX_DATAGRAM],
         }
     }
@@ -61,7 +72,9 @@ impl Outgoing {
         debug_assert!(self.room() > 0, "push beyond the window");
         let seq = self.next_seq;
         self.next_seq += 1;
-        let i = self.index(seq);
+        let i = usize::from(self.free.pop().expect("room was checked"));
+        let at_seq = self.position(seq);
+        self.slot_of[at_seq] = i as u16;
         let header = Header {
             seq: low32(seq),
             ..header
@@ -92,6 +105,10 @@ impl Outgoing {
         };
         if ack <= self.acked || ack > self.next_seq {
             return false;
+        }
+        for seq in self.acked..ack {
+            let i = self.slot_of[self.position(seq)];
+            self.free.push(i);
         }
         self.acked = ack;
         for seq in self.acked..self.next_seq {
@@ -136,7 +153,12 @@ impl Outgoing {
         due
     }
 
+    /// The slot holding datagram `seq` (in flight).
     fn index(&self, seq: u64) -> usize {
+        usize::from(self.slot_of[self.position(seq)])
+    }
+
+    fn position(&self, seq: u64) -> usize {
         (seq % self.slots.len() as u64) as usize
     }
 }
@@ -180,6 +202,37 @@ mod tests {
         assert!(o.acknowledge(5, 10));
         assert_eq!(o.in_flight(), 0);
         assert_eq!(o.deadline(), None);
+    }
+
+    #[test]
+    fn the_last_freed_slot_is_taken_first_and_each_datagram_keeps_its_own() {
+        let mut o = Outgoing::new(8);
+        push(&mut o, 0);
+        let first = o.index(1);
+        assert!(o.acknowledge(2, 10));
+        // A request/reply exchange: each new datagram where the last was.
+        for seq in 2..20u64 {
+            assert_eq!(push(&mut o, 0) as u64, seq);
+            assert_eq!(o.index(seq), first, "datagram {seq}");
+            assert!(o.acknowledge(seq as u32 + 1, 10));
+        }
+        // Several in flight: distinct slots, each retransmitted as sent.
+        let seqs: Vec<u32> = (0..8).map(|_| push(&mut o, 0)).collect();
+        let mut slots: Vec<usize> = seqs.iter().map(|&q| o.index(u64::from(q))).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), 8);
+        let freed_last = o.index(u64::from(seqs[3]));
+        assert!(o.acknowledge(seqs[3] + 1, 10));
+        let mut again = Vec::new();
+        o.retransmit_due(100, 1000, &mut |d| {
+            again.push(Header::decode(d).unwrap().0.seq)
+        });
+        assert_eq!(again, seqs[4..]);
+        // The freed slots come back, the most recently freed first.
+        assert_eq!(o.room(), 4);
+        let next = push(&mut o, 0);
+        assert_eq!(o.index(u64::from(next)), freed_last);
     }
 
     #[test]

@@ -19,7 +19,12 @@
 //!   fetch). The plain ping-pong held against the target uses connected
 //!   sockets (`send`/`recv`), as the two ranks' sockets are; the ping-pong
 //!   with `send_to`/`recv_from`, which a socket serving more than one peer
-//!   pays, is printed beside it. `DSM_BENCH_ROUNDS` interleaved rounds
+//!   pays, is printed beside it, and so is the floor of a fault-driven
+//!   fetch on this machine (`fault_floor_ns`: the fault, a request on a
+//!   connected socket, the page opened while it travels, the 4 KiB reply
+//!   copied in, the access retried — the kernel's part of a fetch and
+//!   nothing else), with the best mechanism's ratio to it: how much of the
+//!   gap is the message layer's. `DSM_BENCH_ROUNDS` interleaved rounds
 //!   (default 7), each of `DSM_BENCH_FETCHES` fetches (default 2,000), the
 //!   order of the sides alternating; the ratio held against the target is
 //!   the median of per-round ratios (the host drifts between a fast and a
@@ -52,12 +57,15 @@ fn main() {
 
     let mut doc = serde_json::Map::new();
     let mut best_ratio = f64::INFINITY;
+    let mut floor_ratio = f64::INFINITY;
     for (label, cpus) in [
         ("pinned to CPUs 0 and 1", pinned),
         ("unpinned", [None, None]),
     ] {
         let mut plain = Vec::new();
         let mut unconnected = Vec::new();
+        let mut floor = Vec::new();
+        let mut floor_ratios = Vec::new();
         let mut per: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
         let mut ratios: BTreeMap<Comm, Vec<f64>> = BTreeMap::new();
         for round in 0..rounds {
@@ -68,6 +76,7 @@ fn main() {
                 order.reverse();
             }
             let mut this_plain = 0.0;
+            let mut this_floor = 0.0;
             let mut this: BTreeMap<Comm, f64> = BTreeMap::new();
             for side in order {
                 match side {
@@ -78,6 +87,8 @@ fn main() {
                             smtlab_dsm::udp_ping_pong_ns(fetches, 4096, cpus, false)
                                 .expect("a UDP ping-pong on loopback"),
                         );
+                        this_floor = smtlab_dsm::fault_floor_ns(fetches, cpus)
+                            .expect("a fault-driven fetch at the floor");
                     }
                     Some(c) => {
                         let ns = smtlab_dsm::page_fetch_ns(c, fetches, cpus)
@@ -87,6 +98,8 @@ fn main() {
                 }
             }
             plain.push(this_plain);
+            floor.push(this_floor);
+            floor_ratios.push(this_floor / this_plain);
             for (c, ns) in this {
                 per.entry(c).or_default().push(ns);
                 ratios.entry(c).or_default().push(ns / this_plain);
@@ -107,6 +120,19 @@ fn main() {
             "plain_unconnected_us".into(),
             (unconnected_med / 1e3).into(),
         );
+        let floor_r = common::median(floor_ratios);
+        println!(
+            "  fault-driven floor   {:>8.1} us   {:.2}x plain (fault, request, page opened, reply: no message layer)",
+            common::median(floor.clone()) / 1e3,
+            floor_r
+        );
+        side.insert(
+            "floor".into(),
+            serde_json::json!({"fetch_us": common::median(floor) / 1e3, "ratio": floor_r}),
+        );
+        if label.starts_with("pinned") {
+            floor_ratio = floor_r;
+        }
         for (c, v) in &per {
             let r = common::median(ratios[c].clone());
             println!(
@@ -133,6 +159,18 @@ fn main() {
             "MISSED"
         }
     );
+    // What no message layer can beat here: a fault, a request, the page
+    // opened, the reply. Above the target, the target is this machine's.
+    println!(
+        "  the fault-driven floor alone: {floor_ratio:.2}x plain; best mechanism / floor {:.2}x{}",
+        best_ratio / floor_ratio,
+        if floor_ratio > TARGET_RATIO {
+            " (this machine's own floor is above the target)"
+        } else {
+            ""
+        }
+    );
+    doc.insert("floor_ratio_pinned".into(), floor_ratio.into());
 
     println!("\n5% injected loss, 2 ranks:");
     let mut loss = Vec::new();
