@@ -399,6 +399,7 @@ impl Core {
             }
         }
         self.pending.push_back((to, msg.to_vec()));
+        self.flush_pending();
     }
 
     /// Queue a message of this rank's computation for a sending thread.
