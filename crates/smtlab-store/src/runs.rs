@@ -25,10 +25,14 @@ pub struct NewRun {
     /// rebuilds the plan from it.
     pub config_json: serde_json::Value,
     pub host: HostFacts,
+    /// When the run began, if before it is recorded (Unix seconds): rank 0
+    /// records a launcher's job at its end. `None`: now.
+    pub started_at: Option<f64>,
 }
 
 impl Store {
-    /// Record a new run (status `running`, started now); returns its id.
+    /// Record a new run (status `running`, started at `new.started_at` or
+    /// now); returns its id.
     pub fn create_run(&self, new: &NewRun) -> Result<i64, StoreError> {
         let command_line = self.to_json(&new.command_line, "command line")?;
         let config = self.to_json(&new.config_json, "configuration")?;
@@ -42,7 +46,7 @@ impl Store {
             )
             .map_err(|e| self.err("recording a new run", e))?;
         st.execute(params![
-            unix_now(),
+            new.started_at.unwrap_or_else(unix_now),
             command_line,
             new.version,
             new.git_commit,

@@ -45,6 +45,7 @@ fn new_run() -> NewRun {
             load_avg: Some([0.38, 1.14, 1.12]),
             shared_host: None,
         },
+        started_at: None,
     }
 }
 
@@ -454,6 +455,27 @@ fn a_resumed_run_records_its_shared_host_and_keeps_the_larger_count() {
     );
     assert_eq!(store.run(other).unwrap().host, new.host);
     assert!(store.set_shared_host(other + 1, &shared(2)).is_err());
+}
+
+#[test]
+fn a_run_recorded_after_it_began_keeps_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("smtlab.db")).unwrap();
+    let began = 1.6e9 + 0.25;
+    let id = store
+        .create_run(&NewRun {
+            started_at: Some(began),
+            ..new_run()
+        })
+        .unwrap();
+    assert_eq!(store.run(id).unwrap().started_at, began);
+    store.finish_run(id, RunStatus::Complete).unwrap();
+    let run = store.run(id).unwrap();
+    assert_eq!(run.started_at, began);
+    assert!(
+        run.finished_at.unwrap() > 1.7e9,
+        "finished now, not at its start"
+    );
 }
 
 #[test]

@@ -37,6 +37,7 @@ fn new_run(host: &str, seed: u64) -> NewRun {
             load_avg: Some([0.38, 1.14, 1.12]),
             ..Default::default()
         },
+        started_at: None,
     }
 }
 

@@ -236,6 +236,12 @@ fn mpirun_ranks_give_the_local_launchs_result_and_store_it() {
     assert_eq!(p["placement"], "none");
     assert_eq!(p["samples"], 1, "{}", p["failures"]);
     assert_eq!(p["extras"]["checksum"], report["checksum"]);
+    // Rank 0 records the run at the job's end, dated from its start: the
+    // run took at least the job's parallel section.
+    let took = stored["run"]["finished_at"].as_f64().unwrap()
+        - stored["run"]["started_at"].as_f64().unwrap();
+    let wall = report["wall_s"].as_f64().unwrap();
+    assert!(took >= wall, "the run took {took} s, its section {wall} s");
 
     // The same input launched here: the same answer.
     let local_db = dir.path().join("local.db").display().to_string();

@@ -170,7 +170,8 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     // Every rank has sent its statistics to rank 0: all have read the
     // rendezvous long ago.
     rendezvous.clean_up(launcher.size);
-    let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points)?;
+    // Recorded now, at the job's end: dated from its start.
+    let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points, started_at)?;
     let (point_id, point) = &stored[0];
     // Only rank 0's process is known here: no usage rather than a part
     // of it passed off as the whole.

@@ -334,17 +334,21 @@ pub fn one_task_per_host(allowed: bool) -> anyhow::Result<Option<SharedHost>> {
 /// A new run in its store: the store, the run id, and each point with its id.
 pub type NewlyStored = (Store, i64, Vec<(i64, Point)>);
 
-/// Open (or create) the store and record a new run with its plan.
+/// Open (or create) the store and record a new run with its plan, begun
+/// at `started_at` (Unix seconds): rank 0 records a launcher's job at its
+/// end.
 pub fn create_run(
     db: &std::path::Path,
     spec: &RunSpec,
     topo: &smtlab_topology::Topology,
     points: &[Point],
+    started_at: f64,
 ) -> anyhow::Result<NewlyStored> {
-    create_shared_run(db, spec, topo, points, None)
+    create_run_with(db, spec, topo, points, None, Some(started_at))
 }
 
-/// [`create_run`], the host facts saying whether the run shares its host
+/// Open (or create) the store and record a new run with its plan, begun
+/// now, the host facts saying whether the run shares its host
 /// with other tasks of a launcher's job ([`one_task_per_host`]).
 pub fn create_shared_run(
     db: &std::path::Path,
@@ -352,6 +356,17 @@ pub fn create_shared_run(
     topo: &smtlab_topology::Topology,
     points: &[Point],
     shared: Option<SharedHost>,
+) -> anyhow::Result<NewlyStored> {
+    create_run_with(db, spec, topo, points, shared, None)
+}
+
+fn create_run_with(
+    db: &std::path::Path,
+    spec: &RunSpec,
+    topo: &smtlab_topology::Topology,
+    points: &[Point],
+    shared: Option<SharedHost>,
+    started_at: Option<f64>,
 ) -> anyhow::Result<NewlyStored> {
     let store = Store::open(db).map_err(usage)?;
     let topo_json = serde_json::to_value(topo)?;
@@ -365,6 +380,7 @@ pub fn create_shared_run(
             shared_host: shared,
             ..collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone())
         },
+        started_at,
     };
     let run_id = store.create_run(&new)?;
     let mut stored = Vec::new();
