@@ -241,11 +241,13 @@ impl SignalTarget for FaultFloor {
     fn on_io_signal(&self) {}
 }
 
-/// Mean nanoseconds per fault-driven page fetch at the floor (see
-/// [`FaultFloor`]): `rounds` fetches after `rounds / 10` unmeasured ones,
-/// in batches of 64 distinct pages invalidated together, untimed, as
-/// [`page_fetch_ns`] does. The thread answering runs on `cpus[0]`, the
-/// faulting one on `cpus[1]`.
+/// Mean nanoseconds per fault-driven page fetch at the floor: the fault,
+/// the page's number sent on a connected UDP socket, the page opened while
+/// it travels, the 4 KiB reply read and copied in, the access retried —
+/// the kernel's part of a DSM fetch, with no message layer. `rounds`
+/// fetches after `rounds / 10` unmeasured ones, in batches of 64 distinct
+/// pages invalidated together, untimed, as [`page_fetch_ns`] does. The
+/// thread answering runs on `cpus[0]`, the faulting one on `cpus[1]`.
 pub fn fault_floor_ns(rounds: usize, cpus: [Option<u32>; 2]) -> std::io::Result<f64> {
     let a = UdpSocket::bind("127.0.0.1:0")?;
     let b = UdpSocket::bind("127.0.0.1:0")?;

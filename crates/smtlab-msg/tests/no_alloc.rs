@@ -17,7 +17,9 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use smtlab_msg::{Config, Endpoint, Fault, SendError, UdpTransport, MAX_DATAGRAM, PAGE};
+use smtlab_msg::{Config, Endpoint, Fault, SendError, MAX_DATAGRAM, PAGE};
+
+mod support;
 
 /// Forwards to `System`, counting calls made while this thread's flag is
 /// set.
@@ -258,16 +260,7 @@ fn endpoint_calls_do_not_allocate_after_new() {
 
 #[test]
 fn udp_transport_calls_do_not_allocate_after_setup() {
-    let mut transports: Vec<UdpTransport> = (0..2)
-        .map(|_| UdpTransport::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<_> = transports.iter().map(|t| t.local_addr().unwrap()).collect();
-    for t in &mut transports {
-        t.set_peers(addrs.clone());
-    }
-    let mut endpoints: Vec<Endpoint> = (0..2)
-        .map(|r| Endpoint::new(r, Config::new(2)).unwrap())
-        .collect();
+    let (mut transports, mut endpoints) = support::udp_pair();
     let msgs = messages();
     let mut exchange = |rounds: usize| -> u64 {
         let mut delivered = 0;

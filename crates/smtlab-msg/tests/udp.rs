@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use smtlab_msg::{Config, Counters, Endpoint, Fault, SendError, UdpTransport, PAGE};
 
+mod support;
+
 const EXCHANGES: u32 = 2_000;
 const BIG: usize = 100 * 1024;
 
@@ -174,24 +176,9 @@ fn request_reply_over_lossy_udp_is_exact() {
     );
 }
 
-/// Two transports on 127.0.0.1 with their endpoints, peers set.
-fn pair() -> (Vec<UdpTransport>, Vec<Endpoint>) {
-    let mut transports: Vec<UdpTransport> = (0..2)
-        .map(|_| UdpTransport::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let addrs: Vec<_> = transports.iter().map(|t| t.local_addr().unwrap()).collect();
-    for t in &mut transports {
-        t.set_peers(addrs.clone());
-    }
-    let endpoints = (0..2)
-        .map(|r| Endpoint::new(r, Config::new(2)).unwrap())
-        .collect();
-    (transports, endpoints)
-}
-
 #[test]
 fn receive_one_sleeps_until_a_datagram_or_its_timeout_and_drain_still_never_blocks() {
-    let (mut t, mut e) = pair();
+    let (mut t, mut e) = support::udp_pair();
     let mut got: Vec<Vec<u8>> = Vec::new();
 
     // Nothing comes: it gives up after its timeout, not before and not
@@ -246,7 +233,7 @@ fn receive_one_sleeps_until_a_datagram_or_its_timeout_and_drain_still_never_bloc
 
 #[test]
 fn a_connected_pair_exchanges_and_the_kernel_keeps_strangers_out() {
-    let (mut t, mut e) = pair();
+    let (mut t, mut e) = support::udp_pair();
     t[0].connect_peer(1).unwrap();
     t[1].connect_peer(0).unwrap();
     assert!(t[0].connect_peer(2).is_err(), "there is no rank 2");
