@@ -170,7 +170,14 @@ impl UdpTransport {
         timeout: Duration,
         deliver: &mut dyn FnMut(usize, &[u8]),
     ) -> bool {
-        if timeout.is_zero() || self.set_read_timeout(timeout).is_err() {
+        if timeout.is_zero() {
+            return self.read_one(MsgFlags::MSG_DONTWAIT, endpoint, deliver);
+        }
+        if self.set_read_timeout(timeout).is_err() {
+            // The socket would not block (no known cause on a UDP
+            // socket): nap instead of sleeping in the read, so a caller
+            // looping on this does not spin.
+            std::thread::sleep(timeout.min(Duration::from_micros(200)));
             return self.read_one(MsgFlags::MSG_DONTWAIT, endpoint, deliver);
         }
         self.read_one(MsgFlags::empty(), endpoint, deliver)
