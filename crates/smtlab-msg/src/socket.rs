@@ -31,11 +31,9 @@ use crate::wire::{Header, MAX_DATAGRAM};
 /// One rank's UDP socket, its peers' addresses and its clock.
 #[derive(Debug)]
 pub struct UdpTransport {
-    socket: UdpSocket,
-    /// Address of each rank, indexed by rank.
-    peers: Vec<SocketAddr>,
-    /// How a datagram reaches each rank.
-    routes: Vec<Route>,
+    /// The socket and what sending needs (apart from the buffer, so a
+    /// datagram read into `buf` can be answered while it is borrowed).
+    out: Sender,
     /// The read timeout [`UdpTransport::receive_one`] last set (`None`:
     /// the socket is still non-blocking, as `bind` made it).
     read_timeout: Option<Duration>,
@@ -45,8 +43,40 @@ pub struct UdpTransport {
     buf: Vec<u8>,
     /// The zero of [`UdpTransport::now`].
     epoch: Instant,
-    send_errors: u64,
     recv_errors: u64,
+}
+
+/// The socket, where each rank is, and the sends that failed.
+#[derive(Debug)]
+struct Sender {
+    socket: UdpSocket,
+    /// Address of each rank, indexed by rank.
+    peers: Vec<SocketAddr>,
+    /// The rank the socket is connected to, if any: sent to with `send`.
+    connected: Option<usize>,
+    /// Datagrams whose transmission failed.
+    errors: u64,
+}
+
+impl Sender {
+    /// Sends `datagram` to rank `to` without ever blocking; any failure (a
+    /// full socket buffer among them) is a lost datagram, counted.
+    fn transmit(&mut self, to: usize, datagram: &[u8]) {
+        let fd = self.socket.as_raw_fd();
+        let flags = MsgFlags::MSG_DONTWAIT;
+        let sent = match self.peers.get(to) {
+            Some(_) if self.connected == Some(to) => {
+                nix::sys::socket::send(fd, datagram, flags).is_ok()
+            }
+            Some(&addr) => {
+                nix::sys::socket::sendto(fd, datagram, &SockaddrStorage::from(addr), flags).is_ok()
+            }
+            None => false,
+        };
+        if !sent {
+            self.errors += 1;
+        }
+    }
 }
 
 impl UdpTransport {
@@ -56,31 +86,29 @@ impl UdpTransport {
         let socket = UdpSocket::bind(addr)?;
         socket.set_nonblocking(true)?;
         Ok(UdpTransport {
-            socket,
-            peers: Vec::new(),
-            routes: Vec::new(),
+            out: Sender {
+                socket,
+                peers: Vec::new(),
+                connected: None,
+                errors: 0,
+            },
             read_timeout: None,
             buf: vec![0; MAX_DATAGRAM + 1],
             epoch: Instant::now(),
-            send_errors: 0,
             recv_errors: 0,
         })
     }
 
     /// The address the socket is bound to, for the other ranks' peer lists.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
+        self.out.socket.local_addr()
     }
 
     /// Sets every rank's address, ours included (index = rank). Call it
     /// once, before traffic (until then every datagram is a stranger's):
     /// apart from `bind`, it is the only call that may allocate.
     pub fn set_peers(&mut self, peers: Vec<SocketAddr>) {
-        self.routes = peers
-            .iter()
-            .map(|&a| Route::To(SockaddrStorage::from(a)))
-            .collect();
-        self.peers = peers;
+        self.out.peers = peers;
     }
 
     /// Connects the socket to rank `to`, the only other rank there is
@@ -91,12 +119,12 @@ impl UdpTransport {
     /// datagram from any other address — which is then not counted as a
     /// stranger, since it never arrives here.
     pub fn connect_peer(&mut self, to: usize) -> io::Result<()> {
-        let addr = *self
-            .peers
-            .get(to)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no rank {to}")))?;
-        self.socket.connect(addr)?;
-        self.routes[to] = Route::Connected;
+        let addr =
+            *self.out.peers.get(to).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("no rank {to}"))
+            })?;
+        self.out.socket.connect(addr)?;
+        self.out.connected = Some(to);
         Ok(())
     }
 
@@ -113,13 +141,7 @@ impl UdpTransport {
     /// datagram — retransmission repairs it — and shows up in
     /// [`UdpTransport::send_errors`], never as an error.
     pub fn send_to(&mut self, to: usize, datagram: &[u8]) {
-        transmit(
-            &self.socket,
-            &self.routes,
-            &mut self.send_errors,
-            to,
-            datagram,
-        );
+        self.out.transmit(to, datagram);
     }
 
     /// [`Endpoint::send`] at the current time, through this socket.
@@ -130,10 +152,8 @@ impl UdpTransport {
         msg: &[u8],
     ) -> Result<(), SendError> {
         let now = self.now();
-        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
-        endpoint.send(to, msg, now, &mut |to, d| {
-            transmit(socket, routes, errors, to, d)
-        })
+        let out = &mut self.out;
+        endpoint.send(to, msg, now, &mut |to, d| out.transmit(to, d))
     }
 
     /// Reads every datagram waiting on the socket (until it would block),
@@ -190,9 +210,9 @@ impl UdpTransport {
             return Ok(());
         }
         if self.read_timeout.is_none() {
-            self.socket.set_nonblocking(false)?;
+            self.out.socket.set_nonblocking(false)?;
         }
-        self.socket.set_read_timeout(Some(timeout))?;
+        self.out.socket.set_read_timeout(Some(timeout))?;
         self.read_timeout = Some(timeout);
         Ok(())
     }
@@ -208,7 +228,7 @@ impl UdpTransport {
         let (len, from) = loop {
             let mut iov = [IoSliceMut::new(&mut self.buf)];
             match nix::sys::socket::recvmsg::<SockaddrStorage>(
-                self.socket.as_raw_fd(),
+                self.out.socket.as_raw_fd(),
                 &mut iov,
                 None,
                 flags,
@@ -231,34 +251,29 @@ impl UdpTransport {
         let datagram = &self.buf[..len];
         // Malformed datagrams go on to the endpoint, which counts them.
         if let Ok((header, _)) = Header::decode(datagram) {
-            if from.is_none() || self.peers.get(usize::from(header.src)) != from.as_ref() {
+            if from.is_none() || self.out.peers.get(usize::from(header.src)) != from.as_ref() {
                 endpoint.count_stranger();
                 return true;
             }
         }
         let now = self.now();
-        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
-        endpoint.receive(
-            datagram,
-            now,
-            &mut |to, d| transmit(socket, routes, errors, to, d),
-            deliver,
-        );
+        let out = &mut self.out;
+        endpoint.receive(datagram, now, &mut |to, d| out.transmit(to, d), deliver);
         true
     }
 
     /// [`Endpoint::tick`] at the current time, through this socket.
     pub fn tick(&mut self, endpoint: &mut Endpoint) {
         let now = self.now();
-        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
-        endpoint.tick(now, &mut |to, d| transmit(socket, routes, errors, to, d));
+        let out = &mut self.out;
+        endpoint.tick(now, &mut |to, d| out.transmit(to, d));
     }
 
     /// [`Endpoint::flush_acks`] at the current time, through this socket.
     pub fn flush_acks(&mut self, endpoint: &mut Endpoint) {
         let now = self.now();
-        let (socket, routes, errors) = (&self.socket, &self.routes, &mut self.send_errors);
-        endpoint.flush_acks(now, &mut |to, d| transmit(socket, routes, errors, to, d));
+        let out = &mut self.out;
+        endpoint.flush_acks(now, &mut |to, d| out.transmit(to, d));
     }
 
     /// How long until the endpoint's next deadline (zero if it has passed),
@@ -287,7 +302,7 @@ impl UdpTransport {
     fn peek(&self, probe: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
         let mut iov = [IoSliceMut::new(probe)];
         nix::sys::socket::recvmsg::<()>(
-            self.socket.as_raw_fd(),
+            self.out.socket.as_raw_fd(),
             &mut iov,
             None,
             flags | MsgFlags::MSG_PEEK,
@@ -298,7 +313,7 @@ impl UdpTransport {
 
     /// Datagrams whose transmission failed (counted as lost).
     pub fn send_errors(&self) -> u64 {
-        self.send_errors
+        self.out.errors
     }
 
     /// Failed reads other than "nothing waiting" (ICMP errors, signals).
@@ -308,44 +323,20 @@ impl UdpTransport {
 
     /// The socket itself, e.g. to register it with the caller's poller.
     pub fn socket(&self) -> &UdpSocket {
-        &self.socket
+        &self.out.socket
     }
 }
 
 impl AsRawFd for UdpTransport {
     /// The socket's descriptor, for callers that wait with poll or SIGIO.
     fn as_raw_fd(&self) -> RawFd {
-        self.socket.as_raw_fd()
+        self.out.socket.as_raw_fd()
     }
 }
 
 impl AsFd for UdpTransport {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.socket.as_fd()
-    }
-}
-
-/// How a datagram reaches a rank.
-#[derive(Debug, Clone)]
-enum Route {
-    /// `sendto` this address.
-    To(SockaddrStorage),
-    /// `send`: the socket is connected to the rank.
-    Connected,
-}
-
-/// Sends `datagram` to rank `to` without ever blocking; any failure (a
-/// full socket buffer among them) is a lost datagram, counted in `errors`.
-fn transmit(socket: &UdpSocket, routes: &[Route], errors: &mut u64, to: usize, datagram: &[u8]) {
-    let fd = socket.as_raw_fd();
-    let flags = MsgFlags::MSG_DONTWAIT;
-    let sent = match routes.get(to) {
-        Some(Route::To(addr)) => nix::sys::socket::sendto(fd, datagram, addr, flags).is_ok(),
-        Some(Route::Connected) => nix::sys::socket::send(fd, datagram, flags).is_ok(),
-        None => false,
-    };
-    if !sent {
-        *errors += 1;
+        self.out.socket.as_fd()
     }
 }
 
