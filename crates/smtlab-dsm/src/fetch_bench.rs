@@ -33,6 +33,48 @@ fn pin(cpu: Option<u32>) {
 /// Pages fetched between two invalidations.
 const BATCH: usize = 64;
 
+/// Mean nanoseconds per fetch of `rounds` fetches after `rounds / 10`
+/// unmeasured ones, in batches: `invalidate(n)` drops the first `n` of
+/// [`BATCH`] pages at once, untimed (a DSM invalidates at acquires and
+/// barriers, not as part of a fetch), then `read(i)` reads page `i`'s first
+/// word, each read a fetch, timed. Also the sum of the words read, which
+/// [`check_seen`] checks.
+fn fetch_batches<E>(
+    rounds: usize,
+    mut invalidate: impl FnMut(usize) -> Result<(), E>,
+    read: impl Fn(usize) -> u64,
+) -> Result<(f64, u64), E> {
+    let warm = rounds / 10;
+    let mut seen = 0;
+    let mut batches = |fetches: usize| -> Result<u128, E> {
+        let mut ns = 0;
+        let mut left = fetches;
+        while left > 0 {
+            let n = left.min(BATCH);
+            invalidate(n)?;
+            let t0 = Instant::now();
+            for i in 0..n {
+                seen += read(i);
+            }
+            ns += t0.elapsed().as_nanos();
+            left -= n;
+        }
+        Ok(ns)
+    };
+    batches(warm)?;
+    let ns = batches(rounds)? as f64 / rounds as f64;
+    Ok((ns, seen))
+}
+
+/// Every page fetched by [`fetch_batches`] held its value, 42.
+fn check_seen(seen: u64, rounds: usize) {
+    assert_eq!(
+        seen,
+        42 * (rounds + rounds / 10) as u64,
+        "a fetched page held its value"
+    );
+}
+
 /// Mean nanoseconds per page fetch of `rounds` fetches by rank 1 from rank
 /// 0 (the pages' home), after `rounds / 10` unmeasured ones: batches of
 /// 64 distinct pages, invalidated together between batches.
@@ -71,34 +113,16 @@ pub fn page_fetch_ns(comm: Comm, rounds: usize, cpus: [Option<u32>; 2]) -> Resul
                 node.barrier();
                 if rank == 1 {
                     let words = node.words(region);
-                    let mut seen = 0;
-                    // Each batch: every page invalidated at once (one
-                    // mprotect, untimed: a DSM invalidates at acquires and
-                    // barriers, not as part of a fetch), then each fetched
-                    // by one access.
-                    let mut batch = |timed: usize| {
-                        let mut ns = 0;
-                        let mut left = timed;
-                        while left > 0 {
-                            let n = left.min(BATCH);
-                            node.forget_pages(first, n);
-                            let t0 = Instant::now();
-                            for i in 0..n {
-                                seen += words.u64_at(i * PAGE_WORDS);
-                            }
-                            ns += t0.elapsed().as_nanos();
-                            left -= n;
-                        }
-                        ns
-                    };
                     let getp = node.snapshot().getp;
-                    batch(rounds / 10);
-                    let ns = batch(rounds) as f64 / rounds as f64;
-                    assert_eq!(
-                        seen,
-                        42 * (rounds + rounds / 10) as u64,
-                        "a fetched page held its value"
-                    );
+                    let (ns, seen) = fetch_batches(
+                        rounds,
+                        |n| {
+                            node.forget_pages(first, n);
+                            Ok::<(), RankError>(())
+                        },
+                        |i| words.u64_at(i * PAGE_WORDS),
+                    )?;
+                    check_seen(seen, rounds);
                     // Every access measured was a fetch, not a hit on a
                     // copy the invalidation missed.
                     assert_eq!(
@@ -285,35 +309,19 @@ pub fn fault_floor_ns(rounds: usize, cpus: [Option<u32>; 2]) -> std::io::Result<
         });
         crate::registry::register(Arc::clone(&floor) as Arc<dyn SignalTarget>)?;
         let words = floor.region.app_words();
-        let mut seen = 0;
-        let mut batch = |timed: usize| -> std::io::Result<u128> {
-            let mut ns = 0;
-            let mut left = timed;
-            while left > 0 {
-                let n = left.min(BATCH);
-                floor.region.protect(0, n, PageAccess::None)?;
-                let t0 = Instant::now();
-                for i in 0..n {
-                    seen += words[i * PAGE_WORDS].load(Ordering::Relaxed);
-                }
-                ns += t0.elapsed().as_nanos();
-                left -= n;
-            }
-            Ok(ns)
-        };
-        let measured = batch(warm).and_then(|_| batch(rounds));
+        let measured = fetch_batches(
+            rounds,
+            |n| floor.region.protect(0, n, PageAccess::None),
+            |i| words[i * PAGE_WORDS].load(Ordering::Relaxed),
+        );
         crate::registry::unregister();
-        let ns = measured? as f64 / rounds as f64;
         if floor.failed.load(Ordering::Relaxed) {
             return Err(std::io::Error::other(
                 "a fetch at the floor lost its request or reply",
             ));
         }
-        assert_eq!(
-            seen,
-            42 * (warm + rounds) as u64,
-            "a fetched page held its value"
-        );
+        let (ns, seen) = measured?;
+        check_seen(seen, rounds);
         Ok(ns)
     });
     let ns = fetch.join().expect("the faulting thread")?;

@@ -342,8 +342,12 @@ impl Node {
     /// How long a thread may sleep: until the endpoint's next timer, at
     /// most [`THREAD_NAP_MS`].
     fn nap_ms(core: &Core) -> u64 {
-        core.until_deadline()
-            .map_or(THREAD_NAP_MS, |d| d.as_nanos().div_ceil(1_000_000) as u64)
+        Node::nap_until(core.until_deadline())
+    }
+
+    /// [`Node::nap_ms`] for a timer due in `due` (none: [`THREAD_NAP_MS`]).
+    fn nap_until(due: Option<Duration>) -> u64 {
+        due.map_or(THREAD_NAP_MS, |d| d.as_nanos().div_ceil(1_000_000) as u64)
             .min(THREAD_NAP_MS)
     }
 
@@ -502,14 +506,16 @@ impl Node {
                     core.flush_pending();
                     core.tick();
                     core.flush_acks();
-                    let steady = Duration::from_millis(THREAD_NAP_MS);
                     match core.until_deadline() {
                         Some(d) if d < READ_TIMEOUT_SLACK => {
-                            wait_readable(&[self.sock.as_fd()], Node::nap_ms(&core).max(1));
+                            wait_readable(&[self.sock.as_fd()], Node::nap_until(Some(d)).max(1));
                             core.receive(&self.region);
                         }
                         _ => {
-                            core.receive_waiting(&self.region, steady);
+                            core.receive_waiting(
+                                &self.region,
+                                Duration::from_millis(THREAD_NAP_MS),
+                            );
                         }
                     }
                 }
