@@ -201,6 +201,22 @@ fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
 }
 
+/// Seconds with at least three significant digits: a short run's split
+/// (tens of microseconds of compute) must not read as `0.000`, which
+/// would say that no time was spent.
+fn seconds(v: Option<f64>) -> String {
+    num(v.map(|v| v.max(0.0)), v.map_or(3, significant_decimals))
+}
+
+/// Decimals that show three significant digits of `v` (at least 3, at
+/// most 9: below a nanosecond a time is noise).
+fn significant_decimals(v: f64) -> usize {
+    if v <= 0.0 || !v.is_finite() {
+        return 3;
+    }
+    (2 - v.log10().floor() as i64).clamp(3, 9) as usize
+}
+
 /// The row's first cells: ranks, layout (with oversubscription said),
 /// mechanism.
 fn row_head(p: &PointData) -> Vec<String> {
@@ -289,16 +305,16 @@ fn time_table(app: &str, mine: &[&PointData], f: &mut Findings) {
             row.extend([
                 median(p).map_or("failed".to_string(), |m| table_value(m, unit)),
                 ci,
-                num(per_rank(p, "compute_s"), 3),
-                num(per_rank(p, "fault_s"), 3),
-                num(per_rank(p, "sync_s"), 3),
-                num(per_rank(p, "serve_s"), 3),
-                num(per_rank(p, "wait_s"), 3),
-                num(per_rank(p, "thread.main_s"), 3),
-                num(per_rank(p, "thread.comm_s"), 3),
-                num(per_rank(p, "thread.send_s"), 3),
-                num(per_rank(p, "thread.recv_s"), 3),
-                num(per_rank(p, "thread.serve_s"), 3),
+                seconds(per_rank(p, "compute_s")),
+                seconds(per_rank(p, "fault_s")),
+                seconds(per_rank(p, "sync_s")),
+                seconds(per_rank(p, "serve_s")),
+                seconds(per_rank(p, "wait_s")),
+                seconds(per_rank(p, "thread.main_s")),
+                seconds(per_rank(p, "thread.comm_s")),
+                seconds(per_rank(p, "thread.send_s")),
+                seconds(per_rank(p, "thread.recv_s")),
+                seconds(per_rank(p, "thread.serve_s")),
                 note,
             ]);
             row
@@ -702,6 +718,17 @@ fn wait_growth(app: &str, k: usize, layout: &[&PointData], f: &mut Findings) {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn split_seconds_keep_three_significant_digits() {
+        assert_eq!(seconds(Some(1.23456)), "1.235");
+        assert_eq!(seconds(Some(0.0123456)), "0.0123");
+        // Tens of microseconds of compute in a short run are not 0.000.
+        assert_eq!(seconds(Some(0.0000123456)), "0.0000123");
+        assert_eq!(seconds(Some(0.0)), "0.000");
+        assert_eq!(seconds(Some(1e-15)), "0.000000000");
+        assert_eq!(seconds(None), "-");
+    }
 
     use smtlab_analyse::summary::summarize_point;
     use smtlab_types::{Metric, Mode, Model, Point, ResourceUsage, Sample, Spawn};
