@@ -225,14 +225,23 @@ fn allocprobe_reports_extras() {
     ]);
     for p in doc["points"].as_array().unwrap() {
         let x = &p["extras"];
-        assert_eq!(x["live_objects"].as_f64(), Some(6000.0), "{p}");
+        // Each worker holds its last `live` allocations, or all of them if
+        // it made fewer in the window (a loaded machine): never a guess.
+        let live: f64 = p["worker_ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ops| ops.as_f64().unwrap().min(3000.0))
+            .sum();
+        assert!(live > 0.0, "{p}");
+        assert_eq!(x["live_objects"].as_f64(), Some(live), "{p}");
         let foreign = x["foreign_objects"].as_f64().unwrap();
-        assert!((0.0..=6000.0).contains(&foreign), "{p}");
+        assert!((0.0..=live).contains(&foreign), "{p}");
         assert!(x["frames"].as_f64().unwrap() >= 1.0, "{p}");
         assert!(x["shared_frames"].as_f64().unwrap() <= x["frames"].as_f64().unwrap());
         let share = x["foreign_share"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&share), "{p}");
-        assert_eq!(share, foreign / 6000.0, "{p}");
+        assert_eq!(share, foreign / live, "{p}");
     }
     let shown = json(&["show", "latest", "--json", "--db", &db]);
     assert_eq!(shown["points"], doc["points"]);
