@@ -6,11 +6,12 @@
 //!
 //! Skipped, with a line on stderr, where Chromium is not installed.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use support::chromium;
 
 use smtlab_analyse::analysis::{
     Analysis, PointData, Recommendation, ScalingPoint, Series, SeriesKey, SmtAdvice, Verdict,
@@ -26,13 +27,6 @@ use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
 /// `eprintln!` of passing tests, and a skip must show in CI's log).
 fn skip(reason: &str) {
     let _ = std::io::stderr().write_all(format!("skipped: {reason}\n").as_bytes());
-}
-
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
-        .find(|p| p.is_file())
 }
 
 fn metric() -> Metric {
@@ -192,30 +186,9 @@ fn data() -> Data {
     }
 }
 
-/// Run `cmd` with stdout and stderr to files (a dumped DOM is larger than
-/// a pipe's buffer), killing it after `limit`.
-fn run_with_limit(mut cmd: Command, out: &Path, err: &Path, limit: Duration) -> bool {
-    cmd.stdin(Stdio::null())
-        .stdout(std::fs::File::create(out).unwrap())
-        .stderr(std::fs::File::create(err).unwrap());
-    let mut child = cmd.spawn().expect("start chromium");
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.success();
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn report_renders_in_chromium() {
-    let Some(browser) = chromium() else {
+    let Some(browser) = chromium::chromium() else {
         skip("chromium not installed (apt-get install chromium)");
         return;
     };
@@ -248,53 +221,16 @@ fn report_renders_in_chromium() {
         .collect();
     assert!(figures.len() >= 4, "{figures:?}");
 
-    let (out, err) = (tmp.path().join("dom.html"), tmp.path().join("stderr.txt"));
-    let mut cmd = Command::new(browser);
-    cmd.args([
-        "--headless=new",
-        "--disable-gpu",
-        "--no-sandbox",
-        "--no-first-run",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=1000",
-    ])
-    .arg(format!(
-        "--user-data-dir={}",
-        tmp.path().join("profile").display()
-    ))
-    .arg("--dump-dom")
-    .arg(format!("file://{}", files.html.display()));
-    let ok = run_with_limit(cmd, &out, &err, Duration::from_secs(60));
-    let dom = std::fs::read_to_string(&out).unwrap();
-    let log = std::fs::read_to_string(&err).unwrap();
-    assert!(ok, "chromium failed:\n{log}");
+    let page = chromium::render(&browser, &files.html, tmp.path());
     assert!(
-        dom.contains("<h1>smtlab run 1</h1>"),
-        "page did not load:\n{log}"
+        page.dom.contains("<h1>smtlab run 1</h1>"),
+        "page did not load:\n{}",
+        page.log
     );
-
     // Every console message is a fault: the page logs nothing itself, so
     // this catches script errors and blocked fetches alike.
-    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(
-        console.is_empty(),
-        "console messages:\n{}",
-        console.join("\n")
-    );
-
-    let n = figures.len();
-    assert!(
-        dom.contains(&format!("data-figures=\"{n}\""))
-            && dom.contains(&format!("data-drawn=\"{n}\"")),
-        "not all {n} charts were laid out: {}",
-        dom.lines()
-            .find(|l| l.contains("render-check"))
-            .unwrap_or("no render-check")
-    );
-    for id in &figures {
-        assert!(dom.contains(&format!("id=\"{id}\"")), "{id} not in the DOM");
-    }
+    page.assert_figures_drawn(&figures);
+    let dom = &page.dom;
     // The hostile label stayed text.
     assert!(!dom.contains("<b>kv</b>"));
 }

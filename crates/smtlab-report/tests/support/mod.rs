@@ -1,0 +1,2 @@
+//! Helpers of the report's integration tests.
+pub mod chromium;
