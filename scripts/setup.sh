@@ -27,10 +27,15 @@ if command -v apt-get >/dev/null 2>&1; then
   # `mpirun`, the launcher the DSM tests start `smtlab rank` under;
   # iproute2: `ip netns` and `tc`, for the test that puts two ranks in
   # network namespaces over a shaped veth pair (as root).
+  # qemu-system-x86, linux-image-amd64, busybox-static and python3-venv:
+  # the emulated SMT/NUMA guests of scripts/guest (virtme-ng boots this
+  # machine's own filesystem with Debian's kernel; busybox builds the
+  # guest's initramfs; virtme-ng itself goes into a venv, below).
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
     libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db \
-    nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 >/dev/null
+    nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 \
+    qemu-system-x86 linux-image-amd64 busybox-static python3-venv >/dev/null
   # smtlab starts nginx and ngircd itself, unprivileged, with its own
   # configuration; the system services the packages may have started would
   # only hold ports 80 and 6667 and disturb measurements.
@@ -55,4 +60,20 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 if command -v rustup >/dev/null 2>&1; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+
+# virtme-ng (the `vng` command scripts/guest boots guests with), pinned, in a
+# venv under the target directory: nothing is installed into the system's
+# Python, and `cargo clean` removes it with the rest of the build.
+VNG_VERSION=1.42
+target_dir=${CARGO_TARGET_DIR:-$(cd "$(dirname "$0")/.." && pwd)/target}
+venv=$target_dir/guest/venv
+if [ "$("$venv/bin/vng" --version 2>/dev/null)" != "virtme-ng $VNG_VERSION" ]; then
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    echo "setup: cannot create a Python venv at $venv; the SMT/NUMA guest tests will be skipped" >&2
+  elif ! "$venv/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VNG_VERSION" >/dev/null; then
+    echo "setup: pip could not install virtme-ng $VNG_VERSION; the SMT/NUMA guest tests will be skipped" >&2
+  fi
 fi
