@@ -114,6 +114,10 @@ pub struct Series {
 
 /// Universal Scalability Law fit, X(N) = λN / (1 + σ(N−1) + κN(N−1)), to a
 /// series' throughput (1 / time for lower-is-better metrics).
+///
+/// A fit always exists once there are enough distinct N, but it *means*
+/// something only when [`UslFit::describes_data`]: a reader must check that
+/// before quoting σ, κ or the peak (the study's sentences do).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UslFit {
     /// Throughput of one worker, in the metric's throughput unit.
@@ -129,6 +133,24 @@ pub struct UslFit {
     pub r_squared: f64,
     /// Distinct N the fit used.
     pub points: usize,
+    /// Whether the law describes these data: R² at least
+    /// [`usl::USL_MIN_R_SQUARED`] and σ within [0, 1]. When false, σ, κ and
+    /// the peak are no statement about the program (a fit worse than the
+    /// mean, or a "contention" above 1), and nothing is predicted from them.
+    pub describes_data: bool,
+    /// Bootstrap 95% CIs of λ, σ and κ (each point's samples resampled, the
+    /// law refitted to the resampled medians, [`smtlab_stats::medians_ci`]'s
+    /// method); `None` with fewer than 3 samples at any N of the fit, or
+    /// when a refit fails.
+    pub lambda_ci95: Option<(f64, f64)>,
+    pub sigma_ci95: Option<(f64, f64)>,
+    pub kappa_ci95: Option<(f64, f64)>,
+    /// Bootstrap 95% CI of the predicted peak N; `None` as above, and also
+    /// when too many refits have no peak (κ = 0) for a finite upper end.
+    pub peak_n_ci95: Option<(f64, f64)>,
+    /// The fewest successful samples at any N of the fit (below 3: no
+    /// intervals).
+    pub min_samples: usize,
 }
 
 /// Throughput gained from each extra SMT sibling of one core.
@@ -150,6 +172,17 @@ pub struct SiblingYield {
     /// (X(k) − X(k−1)) / X(1): what the k-th sibling added, as a fraction
     /// of one thread alone. 0 for k = 1.
     pub gain: f64,
+    /// Bootstrap 95% CI of `relative` (the points at k and 1 resampled
+    /// independently); `None` with fewer than 3 samples at either. (1, 1)
+    /// for k = 1, which is 1 by definition.
+    pub relative_ci95: Option<(f64, f64)>,
+    /// Bootstrap 95% CI of `gain` (the points at k, k − 1 and 1 resampled
+    /// independently); `None` with fewer than 3 samples at any of them.
+    /// (0, 0) for k = 1.
+    pub gain_ci95: Option<(f64, f64)>,
+    /// Successful samples of the point at k: with those of the entries
+    /// before it, the counts the intervals rest on.
+    pub samples: usize,
 }
 
 /// A comparison of two measured points, A against B.
@@ -176,21 +209,27 @@ pub struct Verdict {
     pub sentence: String,
 }
 
-/// Whether SMT siblings pay for a workload.
+/// Whether SMT siblings pay for a workload: the gain of the second sibling
+/// of one core (a fraction of one thread's throughput) against
+/// [`recommend::SMT_PAYS_GAIN`], judged by its 95% interval, never by the
+/// median alone.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SmtAdvice {
-    /// The second sibling added this fraction of a lone thread's throughput.
-    Pays {
+    /// The interval's lower end is at least the threshold.
+    Pays { gain: f64, ci95: (f64, f64) },
+    /// The interval's upper end is below the threshold.
+    DoesNotPay { gain: f64, ci95: (f64, f64) },
+    /// Measured, but the data cannot decide: the interval holds the
+    /// threshold, or (`ci95` `None`) there were fewer than 3 samples with 1
+    /// or 2 threads on the core (`samples`: the fewer of the two counts).
+    CannotTell {
         gain: f64,
-    },
-    DoesNotPay {
-        gain: f64,
+        ci95: Option<(f64, f64)>,
+        samples: usize,
     },
     /// Not measured here, and why (e.g. "this machine has no SMT").
-    Unknown {
-        reason: String,
-    },
+    Unknown { reason: String },
 }
 
 /// What to run, per program and allocator.
@@ -296,7 +335,7 @@ pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
     let mut too_short: Vec<String> = Vec::new();
     let mut most_n = 0;
     for s in &mut series {
-        s.usl = usl::fit_series(s);
+        s.usl = usl::fit_series(s, points, seed);
         let distinct = {
             let mut ns: Vec<usize> = s.points.iter().map(|p| p.workers).collect();
             ns.dedup();
@@ -334,7 +373,7 @@ pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
             },
         ));
     }
-    let smt_yields = smt::smt_yields(points, topo);
+    let smt_yields = smt::smt_yields(points, topo, seed);
     if !points.is_empty() && !topo.smt_active() {
         notes.push(
             "This machine has no SMT (one PU per core): no SMT yield can be measured here."
@@ -414,9 +453,14 @@ mod tests {
         assert!(a.series[2].usl.is_none(), "two N do not make a fit");
         let fit = a.series[1].usl.as_ref().unwrap();
         assert!((fit.sigma - 0.05).abs() < 0.01, "{fit:?}");
+        assert!(fit.describes_data && fit.min_samples == 10, "{fit:?}");
+        let (lo, hi) = fit.sigma_ci95.unwrap();
+        assert!(lo <= fit.sigma && fit.sigma <= hi, "{fit:?}");
 
         assert_eq!(a.smt_yields.len(), 1);
         assert!((a.smt_yields[0].siblings[1].gain - 0.25).abs() < 0.01);
+        let (lo, hi) = a.smt_yields[0].siblings[1].gain_ci95.unwrap();
+        assert!(lo > 0.2 && hi < 0.3, "{lo} {hi}");
 
         // N = 1 is the same in both models (no verdict either way); above
         // it, threads are 11% faster.

@@ -151,8 +151,9 @@ fn workers_phrase(model: &str, n: usize) -> String {
 fn smt_phrase(smt: &SmtAdvice) -> String {
     let pct = |gain: f64| format!("{:+.0}%", gain * 100.0);
     match smt {
-        SmtAdvice::Pays { gain } => format!("SMT pays {}", pct(*gain)),
-        SmtAdvice::DoesNotPay { gain } => format!("SMT does not pay ({})", pct(*gain)),
+        SmtAdvice::Pays { gain, .. } => format!("SMT pays {}", pct(*gain)),
+        SmtAdvice::DoesNotPay { gain, .. } => format!("SMT does not pay ({})", pct(*gain)),
+        SmtAdvice::CannotTell { gain, .. } => format!("SMT undecided ({})", pct(*gain)),
         SmtAdvice::Unknown { reason } if reason == NO_SMT_REASON => "no SMT".into(),
         SmtAdvice::Unknown { reason } if reason == NO_STUDY_REASON => "SMT not studied".into(),
         SmtAdvice::Unknown { .. } => "SMT unknown".into(),
@@ -460,7 +461,15 @@ mod tests {
             },
         );
         assert_eq!(short_recommendation(&r), "2 processes, compact; no SMT");
-        let r = rec("thread", 4, "jemalloc", SmtAdvice::Pays { gain: 0.18 });
+        let r = rec(
+            "thread",
+            4,
+            "jemalloc",
+            SmtAdvice::Pays {
+                gain: 0.18,
+                ci95: (0.15, 0.21),
+            },
+        );
         assert_eq!(
             short_recommendation(&r),
             "4 threads, compact, jemalloc; SMT pays +18%"
@@ -469,11 +478,28 @@ mod tests {
             "hybrid:2x2",
             4,
             "glibc",
-            SmtAdvice::DoesNotPay { gain: 0.02 },
+            SmtAdvice::DoesNotPay {
+                gain: 0.02,
+                ci95: (0.01, 0.03),
+            },
         );
         assert_eq!(
             short_recommendation(&r),
             "4 workers as hybrid:2x2, compact; SMT does not pay (+2%)"
+        );
+        let r = rec(
+            "thread",
+            2,
+            "glibc",
+            SmtAdvice::CannotTell {
+                gain: 0.06,
+                ci95: Some((0.03, 0.09)),
+                samples: 10,
+            },
+        );
+        assert_eq!(
+            short_recommendation(&r),
+            "2 threads, compact; SMT undecided (+6%)"
         );
         let r = rec(
             "thread",

@@ -371,7 +371,10 @@ mod tests {
                 alloc: "glibc".into(),
                 median: points.last().unwrap().1,
                 metric: ops(),
-                smt: SmtAdvice::Pays { gain: 0.18 },
+                smt: SmtAdvice::Pays {
+                    gain: 0.18,
+                    ci95: (0.15, 0.21),
+                },
             }],
             line: Some(FleetLine {
                 series: "thread / compact".into(),

@@ -7,6 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use smtlab_analyse::analysis::smt::gain_ci_text;
 use smtlab_analyse::analysis::{PointData, SmtAdvice};
 use smtlab_analyse::summary::PointSummary;
 use smtlab_types::{Point, Program, RunRecord};
@@ -241,12 +242,33 @@ pub(crate) fn point_rows(points: &[PointData]) -> Vec<PointRow> {
 
 pub(crate) fn smt_text(a: &SmtAdvice) -> String {
     match a {
-        SmtAdvice::Pays { gain } => format!(
-            "SMT pays: the second sibling added {:.0}% of a lone thread",
+        SmtAdvice::Pays { gain, ci95 } => format!(
+            "SMT pays: the second sibling added {:.0}% of a lone thread, {}",
+            gain * 100.0,
+            gain_ci_text(*ci95)
+        ),
+        SmtAdvice::DoesNotPay { gain, ci95 } => format!(
+            "SMT does not pay: the second sibling added {:.0}% of a lone thread, {}",
+            gain * 100.0,
+            gain_ci_text(*ci95)
+        ),
+        SmtAdvice::CannotTell {
+            gain,
+            ci95: Some(ci95),
+            ..
+        } => format!(
+            "SMT: cannot tell (the second sibling added {:.0}% of a lone thread, {})",
+            gain * 100.0,
+            gain_ci_text(*ci95)
+        ),
+        SmtAdvice::CannotTell { gain, samples, .. } if *samples < 3 => format!(
+            "SMT: cannot tell (the second sibling added {:.0}% of a lone thread by the \
+             medians; n = {samples}, too few samples for a 95% interval)",
             gain * 100.0
         ),
-        SmtAdvice::DoesNotPay { gain } => format!(
-            "SMT does not pay: the second sibling added {:.0}% of a lone thread",
+        SmtAdvice::CannotTell { gain, .. } => format!(
+            "SMT: cannot tell (the second sibling added {:.0}% of a lone thread by the \
+             medians; no bounded 95% interval)",
             gain * 100.0
         ),
         SmtAdvice::Unknown { reason } => format!("SMT: not known ({reason})"),

@@ -225,6 +225,12 @@ pub(crate) fn fixture() -> Fixture {
                     peak_n: Some(31.0),
                     r_squared: 0.99,
                     points: 4,
+                    describes_data: true,
+                    lambda_ci95: Some((990.0, 1010.0)),
+                    sigma_ci95: Some((0.01, 0.03)),
+                    kappa_ci95: Some((0.0005, 0.0015)),
+                    peak_n_ci95: Some((25.0, 40.0)),
+                    min_samples: 5,
                 }),
             });
         }
@@ -251,11 +257,17 @@ pub(crate) fn fixture() -> Fixture {
                     siblings: 1,
                     relative: 1.0,
                     gain: 0.0,
+                    relative_ci95: Some((1.0, 1.0)),
+                    gain_ci95: Some((0.0, 0.0)),
+                    samples: 5,
                 },
                 SiblingYield {
                     siblings: 2,
                     relative: 1.2,
                     gain: 0.2,
+                    relative_ci95: Some((1.15, 1.25)),
+                    gain_ci95: Some((0.15, 0.25)),
+                    samples: 5,
                 },
             ],
         }],
@@ -308,6 +320,7 @@ pub(crate) fn fixture() -> Fixture {
             perf_event_paranoid: Some(2),
             load_avg: Some([0.1, 0.2, 0.3]),
             shared_host: None,
+            emulated: None,
         },
     };
     Fixture {

@@ -1,11 +1,11 @@
 //! Percentile-bootstrap intervals: of a median (resampling the sorted
-//! values in O(n) each) and of a ratio of two medians. Uses `random` and
-//! `descriptive`.
+//! values in O(n) each), of a ratio of two medians, and of any function of
+//! several independent samples' medians. Uses `random` and `descriptive`.
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::descriptive::{finite_sorted, median_sorted, midpoint, percentile};
-use crate::random::{rng_for, uniform_below, STREAM_RATIO, STREAM_SUMMARY};
+use crate::random::{rng_for, uniform_below, STREAM_MEDIANS, STREAM_RATIO, STREAM_SUMMARY};
 
 /// Bootstrap resamples per interval.
 ///
@@ -55,6 +55,87 @@ pub fn ratio_ci(a: &[f64], b: &[f64], seed: u64) -> Option<(f64, (f64, f64))> {
         .collect();
     ratios.sort_by(f64::total_cmp);
     Some((ratio, percentile_interval(&ratios)))
+}
+
+/// A function `f` of the medians of several independent samples (one per
+/// measured point), with a percentile-bootstrap 95% interval: each resample
+/// draws every sample anew, independently (they are separate points), and
+/// evaluates `f` on their medians, in the order of `samples`.
+///
+/// For example the SMT gain of a second sibling, (X(2) − X(1)) / X(1),
+/// is `medians_ci(&[&x1, &x2], |m| (m[1] - m[0]) / m[0], seed)`. A
+/// quantity of *transformed* medians (the throughput 1/t of a time t)
+/// applies the transform inside `f`, to the medians: the estimate is then
+/// exactly the one computed from the points' medians (the median of 1/t is
+/// not 1/median(t) for an even count), and the interval is of that same
+/// estimate.
+///
+/// `None` when `samples` is empty, when any sample has fewer than 3 finite
+/// values (non-finite ones are dropped first, as everywhere here), when
+/// `f` of the medians is not finite, or when `f` of a resample is `NaN`
+/// (the interval is then undefined; `±inf` is kept, as in [`ratio_ci`]:
+/// an endpoint may be infinite, which callers treat as no interval).
+/// Seeded like [`summarize`](crate::summarize), on a stream of its own: the
+/// same values, `f` and seed always give the same interval, whatever the
+/// order of the values inside each sample.
+pub fn medians_ci(
+    samples: &[&[f64]],
+    f: impl Fn(&[f64]) -> f64,
+    seed: u64,
+) -> Option<(f64, (f64, f64))> {
+    let ([estimate], [ci]) = medians_cis(samples, |m| Some([f(m)]), seed)?;
+    estimate.is_finite().then_some((estimate, ci))
+}
+
+/// `K` estimates and the 95% interval of each, as [`medians_cis`] returns
+/// them.
+pub type Estimates<const K: usize> = ([f64; K], [(f64, f64); K]);
+
+/// [`medians_ci`] of `K` quantities at once, from the same resamples (so a
+/// fit refitted once per resample gives the interval of each of its
+/// parameters): `f` returns the `K` values, or `None` where they are
+/// undefined (a fit that fails).
+///
+/// `None` when `samples` is empty, when any sample has fewer than 3 finite
+/// values, or when `f` gives `None` or a `NaN` for the medians or for any
+/// resample. Unlike [`medians_ci`] an estimate may be infinite (a fit's
+/// predicted peak where there is none), and so may an endpoint. Draws the
+/// same stream as [`medians_ci`]: `medians_cis` with `K = 1` gives its
+/// interval.
+pub fn medians_cis<const K: usize>(
+    samples: &[&[f64]],
+    f: impl Fn(&[f64]) -> Option<[f64; K]>,
+    seed: u64,
+) -> Option<Estimates<K>> {
+    if samples.is_empty() {
+        return None;
+    }
+    let sorted: Vec<Vec<f64>> = samples.iter().map(|s| finite_sorted(s)).collect();
+    if sorted.iter().any(|s| s.len() < 3) {
+        return None;
+    }
+    let defined = |v: Option<[f64; K]>| v.filter(|v| v.iter().all(|x| !x.is_nan()));
+    let medians: Vec<f64> = sorted.iter().map(|s| median_sorted(s)).collect();
+    let estimate = defined(f(&medians))?;
+    let mut rng = rng_for(seed, STREAM_MEDIANS);
+    let mut counts: Vec<Vec<u32>> = sorted.iter().map(|s| vec![0u32; s.len()]).collect();
+    let mut resampled = vec![0.0; sorted.len()];
+    let mut estimates: [Vec<f64>; K] =
+        std::array::from_fn(|_| Vec::with_capacity(BOOTSTRAP_RESAMPLES));
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for ((s, c), m) in sorted.iter().zip(&mut counts).zip(&mut resampled) {
+            *m = resample_median(s, c, &mut rng);
+        }
+        let e = defined(f(&resampled))?;
+        for (all, v) in estimates.iter_mut().zip(e) {
+            all.push(v);
+        }
+    }
+    let cis = estimates.map(|mut all| {
+        all.sort_by(f64::total_cmp);
+        percentile_interval(&all)
+    });
+    Some((estimate, cis))
 }
 
 pub(crate) fn half_width_rel(ci: (f64, f64), median: f64) -> Option<f64> {

@@ -55,7 +55,8 @@
 //!
 //! Bottom-up: `random.rs` (the seeded streams and the bounded integer),
 //! `descriptive.rs` (median, percentile, mean, standard deviation, MAD),
-//! `outliers.rs`, `bootstrap.rs` (intervals of a median and of a ratio),
+//! `outliers.rs`, `bootstrap.rs` (intervals of a median, of a ratio, and of
+//! a function of several medians),
 //! `precision.rs` (the stop rule's estimate), `summary.rs` ([`summarize`]).
 //! This root only declares them and re-exports their names.
 
@@ -68,7 +69,9 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use bootstrap::{ratio_ci, BOOTSTRAP_RESAMPLES, CONFIDENCE};
+pub use bootstrap::{
+    medians_ci, medians_cis, ratio_ci, Estimates, BOOTSTRAP_RESAMPLES, CONFIDENCE,
+};
 pub use descriptive::{median, percentile};
 pub use outliers::OUTLIER_Z;
 pub use precision::{precision_estimate, t_quantile_975, SMALL_N};

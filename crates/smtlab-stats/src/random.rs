@@ -6,11 +6,13 @@
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// Domain tags mixed into the RNG key so that summarize and ratio_ci, given
-/// the same user seed, never draw the same stream as each other or as the
-/// scheduler (`smtlab-measure`'s schedule uses its own tag).
+/// Streams of the `stats` domain, so that summarize, ratio_ci and
+/// medians_ci, given the same user seed, never draw the same stream as each
+/// other or as the scheduler (`smtlab-measure`'s schedule uses its own
+/// domain tag).
 pub(crate) const STREAM_SUMMARY: u64 = 1;
 pub(crate) const STREAM_RATIO: u64 = 2;
+pub(crate) const STREAM_MEDIANS: u64 = 3;
 
 /// A uniform integer in `0..n` (`n > 0`) from the raw output of `rng`:
 /// Lemire's multiply-and-reject method, exactly unbiased. Ours rather than

@@ -6,7 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use smtlab_analyse::analysis::{verdict, Analysis, PointData};
+use smtlab_analyse::analysis::recommend::MEASURE_LONGER;
+use smtlab_analyse::analysis::smt::{gain_ci_text, gain_counts_text};
+use smtlab_analyse::analysis::{
+    verdict, Analysis, PointData, Series, SiblingYield, SmtYield, UslFit,
+};
 use smtlab_analyse::units::table_value;
 use smtlab_topology::Topology;
 use smtlab_types::{Mode, StudyKind, StudyMeta, Table};
@@ -42,45 +46,17 @@ pub fn findings(
         StudyKind::Smt => {
             for y in &analysis.smt_yields {
                 for s in y.siblings.iter().filter(|s| s.siblings > 1) {
-                    f.verdicts.push(format!(
-                        "{} ({} model): sibling {} of core {} added {:.1}% of one thread's \
-                         throughput ({:.2}x one thread with {} siblings).",
-                        y.key.program,
-                        y.key.model,
-                        s.siblings,
-                        y.core,
-                        s.gain * 100.0,
-                        s.relative,
-                        s.siblings
-                    ));
+                    f.verdicts.push(sibling_sentence(y, s));
                 }
             }
         }
         StudyKind::Cores => {
             for s in &analysis.series {
-                if let Some(last) = s.points.last() {
-                    if let (Some(sp), Some(eff)) = (last.speedup, last.efficiency) {
-                        let ci = last
-                            .speedup_ci95
-                            .map(|(lo, hi)| format!(" (95% CI {lo:.2}–{hi:.2}x)"))
-                            .unwrap_or_default();
-                        f.verdicts.push(format!(
-                            "{} ({} model): {:.2}x the throughput of one core on {} cores{ci}, \
-                             parallel efficiency {:.2}.",
-                            s.key.program, s.key.model, sp, last.workers, eff
-                        ));
-                    }
+                if let Some(v) = cores_speedup_sentence(s, points) {
+                    f.verdicts.push(v);
                 }
                 if let Some(u) = &s.usl {
-                    let peak = match u.peak_n {
-                        Some(p) => format!("predicted peak near N = {p:.0} (a prediction from the fit, not a measurement)"),
-                        None => "no predicted peak (no coherency cost: throughput levels off)".to_string(),
-                    };
-                    f.verdicts.push(format!(
-                        "{} ({} model): USL fit over {} points: contention σ = {:.4}, coherency \
-                         κ = {:.5}, R² = {:.3}; {peak}.",
-                        s.key.program, s.key.model, u.points, u.sigma, u.kappa, u.r_squared
-                    ));
+                    f.verdicts.push(usl_sentence(s, u));
                 }
             }
         }
@@ -107,6 +83,167 @@ pub fn findings(
         }
     }
     f
+}
+
+/// What the k-th sibling of a core added, with the 95% intervals of the
+/// gain and of the throughput relative to one thread, or the sample counts
+/// that were too few for them.
+fn sibling_sentence(y: &SmtYield, s: &SiblingYield) -> String {
+    let who = format!(
+        "{} ({} model): sibling {} of core {}",
+        y.key.program, y.key.model, s.siblings, y.core
+    );
+    let did = if s.gain < 0.0 {
+        format!(
+            "lowered the core's throughput by {:.1}% of one thread's",
+            -s.gain * 100.0
+        )
+    } else {
+        format!("added {:.1}% of one thread's throughput", s.gain * 100.0)
+    };
+    let relative = format!("{:.2}x one thread with {} siblings", s.relative, s.siblings);
+    if let Some(g) = s.gain_ci95 {
+        let no_change = if g.0 <= 0.0 && 0.0 <= g.1 {
+            ": no significant change"
+        } else {
+            ""
+        };
+        let relative_ci = s
+            .relative_ci95
+            .map(|(lo, hi)| format!(" (95% CI {lo:.2}–{hi:.2}x)"))
+            .unwrap_or_default();
+        return format!(
+            "{who} {did} ({}{no_change}); {relative}{relative_ci}.",
+            gain_ci_text(g)
+        );
+    }
+    // The gain rests on the points at 1, k − 1 and k threads.
+    let k = s.siblings;
+    let fewest = y
+        .siblings
+        .iter()
+        .filter(|e| e.siblings == 1 || e.siblings + 1 == k || e.siblings == k)
+        .map(|e| e.samples)
+        .min()
+        .unwrap_or(0);
+    if fewest < 3 {
+        format!(
+            "{who} {did} by the medians ({relative}), but there were too few samples ({}) \
+             to judge: a 95% interval needs at least 3 at each; {MEASURE_LONGER}.",
+            gain_counts_text(&y.siblings, k)
+        )
+    } else {
+        format!(
+            "{who} {did} by the medians ({relative}); no 95% interval: some resamples have \
+             no positive throughput."
+        )
+    }
+}
+
+/// The cores study's speedup at the series' largest N, with its 95%
+/// interval or what kept it from having one.
+fn cores_speedup_sentence(s: &Series, points: &[PointData]) -> Option<String> {
+    let last = s.points.last()?;
+    let (sp, eff) = (last.speedup?, last.efficiency?);
+    let head = format!(
+        "{} ({} model): {sp:.2}x the throughput of one core on {} cores",
+        s.key.program, s.key.model, last.workers
+    );
+    if let Some((lo, hi)) = last.speedup_ci95 {
+        return Some(format!(
+            "{head} (95% CI {lo:.2}–{hi:.2}x), parallel efficiency {eff:.2}."
+        ));
+    }
+    let count = |index: usize| {
+        points
+            .iter()
+            .find(|p| p.summary.point.index == index)
+            .map_or(0, |p| p.values.iter().filter(|v| v.is_finite()).count())
+    };
+    let one = s
+        .points
+        .iter()
+        .find(|p| p.workers == 1)
+        .map_or(0, |p| count(p.point_index));
+    let n = count(last.point_index);
+    Some(if one < 3 || n < 3 {
+        format!(
+            "{head} by the medians, parallel efficiency {eff:.2}; too few samples (n = {one} \
+             on one core, {n} on {} cores) for a 95% interval, so this is no verdict — \
+             {MEASURE_LONGER}.",
+            last.workers
+        )
+    } else {
+        format!(
+            "{head} by the medians, parallel efficiency {eff:.2}; no 95% interval (zeros \
+             among the samples leave it unbounded)."
+        )
+    })
+}
+
+/// A USL fit as the cores study states it: its parameters with their 95%
+/// intervals and its predicted peak, or — when the law does not describe
+/// the data — that, and no prediction.
+fn usl_sentence(s: &Series, u: &UslFit) -> String {
+    let head = format!("{} ({} model)", s.key.program, s.key.model);
+    if !u.describes_data {
+        let sigma = if (0.0..=1.0).contains(&u.sigma) {
+            String::new()
+        } else {
+            format!(
+                ", and its contention σ = {:.2} lies outside [0, 1]",
+                u.sigma
+            )
+        };
+        return format!(
+            "{head}: the USL does not describe these data (R² = {:.3} over {} points{sigma}): \
+             no prediction.",
+            u.r_squared, u.points
+        );
+    }
+    let ci = |ci: Option<(f64, f64)>, digits: usize| {
+        ci.map(|(lo, hi)| format!(" (95% CI {lo:.digits$}–{hi:.digits$})"))
+            .unwrap_or_default()
+    };
+    let no_intervals = if u.sigma_ci95.is_some() && u.kappa_ci95.is_some() {
+        String::new()
+    } else if u.min_samples < 3 {
+        format!(
+            " (too few samples, n = {} at the fewest N, for 95% intervals; {MEASURE_LONGER})",
+            u.min_samples
+        )
+    } else {
+        " (no 95% intervals: a refit of the resampled data failed)".to_string()
+    };
+    let peak = match u.peak_n {
+        Some(p) if p < 1.0 => {
+            "throughput falls from one worker on (the fitted peak lies below N = 1)".to_string()
+        }
+        Some(p) => {
+            let range = match u.peak_n_ci95 {
+                Some((lo, hi)) => format!("95% CI {lo:.0}–{hi:.0}; "),
+                None if u.kappa_ci95.is_some() => {
+                    "its 95% interval is unbounded above, some resamples level off; ".to_string()
+                }
+                None => String::new(),
+            };
+            format!(
+                "predicted peak near N = {p:.0} ({range}a prediction from the fit, not a \
+                 measurement)"
+            )
+        }
+        None => "no predicted peak (no coherency cost: throughput levels off)".to_string(),
+    };
+    format!(
+        "{head}: USL fit over {} points (R² = {:.3}): contention σ = {:.4}{}, coherency κ = \
+         {:.5}{}{no_intervals}; {peak}.",
+        u.points,
+        u.r_squared,
+        u.sigma,
+        ci(u.sigma_ci95, 4),
+        u.kappa,
+        ci(u.kappa_ci95, 5),
+    )
 }
 
 fn value_text(v: f64, unit: &str) -> String {
@@ -396,5 +533,251 @@ fn alloc(points: &[PointData], seed: u64, f: &mut Findings) {
              {geo:.2}x glibc's throughput.",
             r.len()
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_analyse::analysis::analyze;
+    use smtlab_analyse::summary::summarize_point;
+    use smtlab_topology::synthetic;
+    use smtlab_types::Spawn;
+    use smtlab_types::{Metric, Model, Point, Program, ResourceUsage, Sample, SampleStatus};
+
+    fn point(index: usize, model: Model, placement: &str, cpus: &[u32]) -> Point {
+        Point {
+            index,
+            program: Program::Builtin {
+                workload: "spin".into(),
+                params: Default::default(),
+            },
+            model,
+            spawn: Spawn::Exec,
+            placement: placement.into(),
+            workers: cpus.len(),
+            cpus: Some(cpus.to_vec()),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "ops_per_s".into(),
+                unit: "ops/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    /// A point measured with `values` (successful samples).
+    fn data(point: Point, values: &[f64]) -> PointData {
+        let samples: Vec<Sample> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Sample {
+                seq: i,
+                warmup: false,
+                status: SampleStatus::Ok,
+                reason: None,
+                started_at: 0.0,
+                wall_s: 1.0,
+                ops: None,
+                metric: Some(v),
+                usage: ResourceUsage::default(),
+                counters: Vec::new(),
+                workers: Vec::new(),
+                extras: Default::default(),
+            })
+            .collect();
+        PointData {
+            summary: summarize_point(point.index as i64 + 1, point, &samples, 7),
+            values: values.to_vec(),
+        }
+    }
+
+    /// `n` values spread ±`rel` around `center`, evenly.
+    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let u = if n == 1 {
+                    0.0
+                } else {
+                    2.0 * i as f64 / (n - 1) as f64 - 1.0
+                };
+                center * (1.0 + rel * u)
+            })
+            .collect()
+    }
+
+    fn verdicts(kind: StudyKind, points: &[PointData], topo: &Topology) -> Vec<String> {
+        let meta = StudyMeta {
+            kind,
+            limits: Vec::new(),
+            notes: Vec::new(),
+        };
+        let analysis = analyze(points, topo, 7);
+        findings(&meta, points, &analysis, topo, 7).verdicts
+    }
+
+    #[test]
+    fn smt_verdicts_state_the_interval_or_that_there_are_too_few_samples() {
+        let topo = synthetic::parse("core:2 pu:2").unwrap();
+        // 10 samples a point: intervals.
+        let pts = vec![
+            data(
+                point(0, Model::Thread, "smt:0", &[0]),
+                &around(100.0, 0.01, 10),
+            ),
+            data(
+                point(1, Model::Thread, "smt:0", &[0, 1]),
+                &around(117.3, 0.01, 10),
+            ),
+        ];
+        let v = verdicts(StudyKind::Smt, &pts, &topo);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].starts_with(
+                "spin (thread model): sibling 2 of core 0 added 17.3% of one thread's \
+                 throughput (95% CI "
+            ),
+            "{v:?}"
+        );
+        assert!(
+            v[0].contains("); 1.17x one thread with 2 siblings (95% CI "),
+            "{v:?}"
+        );
+        // A sibling that took throughput away: said so, interval signed.
+        let pts = vec![
+            data(
+                point(0, Model::Thread, "smt:0", &[0]),
+                &around(100.0, 0.01, 10),
+            ),
+            data(
+                point(1, Model::Thread, "smt:0", &[0, 1]),
+                &around(96.0, 0.01, 10),
+            ),
+        ];
+        let v = verdicts(StudyKind::Smt, &pts, &topo);
+        assert!(
+            v[0].starts_with(
+                "spin (thread model): sibling 2 of core 0 lowered the core's throughput by \
+                 4.0% of one thread's (95% CI \u{2212}"
+            ),
+            "{v:?}"
+        );
+        // One sample a point, as in the run cut short: no interval, and
+        // the sentence says it cannot judge.
+        let pts = vec![
+            data(point(0, Model::Thread, "smt:0", &[0]), &[100.0]),
+            data(point(1, Model::Thread, "smt:0", &[0, 1]), &[159.2]),
+        ];
+        let v = verdicts(StudyKind::Smt, &pts, &topo);
+        assert_eq!(
+            v,
+            [
+                "spin (thread model): sibling 2 of core 0 added 59.2% of one thread's throughput \
+              by the medians (1.59x one thread with 2 siblings), but there were too few \
+              samples (n = 1 with 1 thread, 1 with 2) to judge: a 95% interval needs at least \
+              3 at each; measure longer: raise --max-time or --min-samples."
+            ]
+        );
+    }
+
+    /// The cores study's points: one PU per core of `core:8`, N = 1, 2, 4,
+    /// 8, `n` samples each, throughputs `xs`.
+    fn cores(xs: [f64; 4], n: usize) -> Vec<PointData> {
+        [1usize, 2, 4, 8]
+            .iter()
+            .zip(xs)
+            .enumerate()
+            .map(|(i, (&w, x))| {
+                let cpus: Vec<u32> = (0..w as u32).collect();
+                data(point(i, Model::Thread, "core", &cpus), &around(x, 0.01, n))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cores_verdicts_give_intervals_of_the_speedup_and_the_usl_parameters() {
+        let topo = synthetic::parse("core:8").unwrap();
+        let usl = |n: f64| 1000.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
+        let v = verdicts(
+            StudyKind::Cores,
+            &cores([usl(1.0), usl(2.0), usl(4.0), usl(8.0)], 10),
+            &topo,
+        );
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(
+            v[0].starts_with(
+                "spin (thread model): 5.47x the throughput of one core on 8 cores (95% CI "
+            ),
+            "{v:?}"
+        );
+        assert!(
+            v[1].starts_with("spin (thread model): USL fit over 4 points (R² = 1.000): contention σ = 0.0500 (95% CI "),
+            "{v:?}"
+        );
+        assert!(v[1].contains("coherency κ = 0.00200 (95% CI "), "{v:?}");
+        assert!(
+            v[1].contains("predicted peak near N = 22 (95% CI "),
+            "{v:?}"
+        );
+        assert!(
+            v[1].ends_with("a prediction from the fit, not a measurement)."),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn cores_verdicts_with_one_sample_say_there_are_too_few() {
+        let topo = synthetic::parse("core:8").unwrap();
+        let usl = |n: f64| 1000.0 * n / (1.0 + 0.05 * (n - 1.0) + 0.002 * n * (n - 1.0));
+        let v = verdicts(
+            StudyKind::Cores,
+            &cores([usl(1.0), usl(2.0), usl(4.0), usl(8.0)], 1),
+            &topo,
+        );
+        assert_eq!(
+            v[0],
+            "spin (thread model): 5.47x the throughput of one core on 8 cores by the medians, \
+             parallel efficiency 0.68; too few samples (n = 1 on one core, 1 on 8 cores) for a \
+             95% interval, so this is no verdict — measure longer: raise --max-time or \
+             --min-samples."
+        );
+        assert!(
+            v[1].contains(
+                "contention σ = 0.0500, coherency κ = 0.00200 (too few samples, n = 1 at the \
+                 fewest N, for 95% intervals; measure longer: raise --max-time or \
+                 --min-samples); predicted peak near N = 22 (a prediction"
+            ),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_usl_fit_that_does_not_describe_the_data_predicts_nothing() {
+        let topo = synthetic::parse("core:8").unwrap();
+        // Throughput that zigzags with N: the guest's "σ = 1.18, R² < 0".
+        let v = verdicts(
+            StudyKind::Cores,
+            &cores([100.0, 95.0, 60.0, 105.0], 5),
+            &topo,
+        );
+        let usl = v
+            .iter()
+            .find(|s| s.contains("USL"))
+            .unwrap_or_else(|| panic!("{v:?}"));
+        assert!(
+            usl.starts_with("spin (thread model): the USL does not describe these data (R² = -"),
+            "{usl}"
+        );
+        assert!(
+            usl.contains("over 4 points, and its contention σ = "),
+            "{usl}"
+        );
+        assert!(
+            usl.ends_with("lies outside [0, 1]): no prediction."),
+            "{usl}"
+        );
+        assert!(!usl.contains("peak") && !usl.contains("κ"), "{usl}");
     }
 }

@@ -24,15 +24,41 @@
 //!   exactly, not 1e-17 (and no absurd predicted peak).
 //! * At least [`MIN_DISTINCT_N`] distinct N: three parameters from three
 //!   points would fit anything exactly, and claim an r² of 1.
+//! * **Intervals by bootstrap** ([`fit_series`]): each point's samples are
+//!   resampled independently, the law refitted to the resampled medians
+//!   ([`stats::medians_cis`]: the same seeded stream and resample count as
+//!   every interval here), and the 2.5th and 97.5th percentiles of λ, σ, κ
+//!   and the peak are their 95% intervals. Fewer than 3 samples at any N:
+//!   no intervals (a median of one or two values has no sampling spread to
+//!   resample).
+//! * **A fit must describe the data before it is read**
+//!   ([`UslFit::describes_data`]): R² of at least [`USL_MIN_R_SQUARED`]
+//!   and σ within [0, 1]. Least squares always returns *some* parameters;
+//!   with R² below 0.5 the curve explains less than half of how throughput
+//!   varies with N (below 0 it is worse than the mean, a flat line), and
+//!   its σ, κ and peak describe the fitting, not the program. σ is the
+//!   serialised fraction of the work: above 1 it is no fraction, and says
+//!   only that throughput fell from N = 1 on, which the law would give to
+//!   κ. 0.5 is deliberately lenient: a real series fits far better (1%
+//!   noise on a true USL curve gives R² > 0.99 in the tests below), so the
+//!   threshold rejects fits that clearly fail, not ones that are merely
+//!   noisy. Such a fit is kept (its numbers are in results.json) but the
+//!   studies state that the law does not describe the data, and predict
+//!   nothing from it.
 //!
 //! Degenerate input (too few usable points, all throughputs equal, zeros,
 //! `NaN`) gives `None`, never a panic or a `NaN` fit.
 
 use super::scaling::throughput;
-use super::{Series, UslFit};
+use super::{PointData, Series, UslFit};
+use smtlab_stats as stats;
 
 /// Fewest distinct N for a fit: one more than the parameters.
 pub const MIN_DISTINCT_N: usize = 4;
+
+/// Least R² of a fit that describes its data (see the module's notes):
+/// below it the curve explains less than half of the variation.
+pub const USL_MIN_R_SQUARED: f64 = 0.5;
 
 /// Levenberg–Marquardt iterations per face; it converges in a few dozen on
 /// real series, so this only bounds pathological input.
@@ -44,20 +70,74 @@ const MAX_ITERATIONS: usize = 500;
 const PARSIMONY: f64 = 1e-9;
 const COST_FLOOR: f64 = 1e-18;
 
-/// The fit of a series' throughput (median, or 1/median for a time).
-pub fn fit_series(series: &Series) -> Option<UslFit> {
-    let data: Vec<(f64, f64)> = series
+/// The fit of a series' throughput (median, or 1/median for a time), with
+/// bootstrap 95% intervals of its parameters from the points' samples
+/// (`points`: the run's points, found by `Point::index`; `seed` drives the
+/// resampling). Without 3 samples at every N of the fit, or when a refit
+/// fails, the intervals are `None`; `min_samples` says which.
+pub fn fit_series(series: &Series, points: &[PointData], seed: u64) -> Option<UslFit> {
+    let used: Vec<(f64, f64, usize)> = series
         .points
         .iter()
-        .filter_map(|p| Some((p.workers as f64, throughput(&series.metric, p.median)?)))
+        .filter_map(|p| {
+            Some((
+                p.workers as f64,
+                throughput(&series.metric, p.median)?,
+                p.point_index,
+            ))
+        })
         .collect();
-    fit(&data)
+    let data: Vec<(f64, f64)> = used.iter().map(|&(n, x, _)| (n, x)).collect();
+    let mut out = fit(&data)?;
+    // Each point's samples, in the order of `used`; all or none.
+    let samples: Option<Vec<&[f64]>> = used
+        .iter()
+        .map(|&(_, _, index)| {
+            points
+                .iter()
+                .find(|d| d.summary.point.index == index)
+                .map(|d| d.values.as_slice())
+        })
+        .collect();
+    let Some(samples) = samples else {
+        return Some(out);
+    };
+    out.min_samples = samples
+        .iter()
+        .map(|v| v.iter().filter(|x| x.is_finite()).count())
+        .min()
+        .unwrap_or(0);
+    let metric = &series.metric;
+    let refit = |medians: &[f64]| {
+        let d: Option<Vec<(f64, f64)>> = used
+            .iter()
+            .zip(medians)
+            .map(|(&(n, _, _), &m)| Some((n, throughput(metric, m)?)))
+            .collect();
+        let u = fit(&d?)?;
+        Some([
+            u.lambda,
+            u.sigma,
+            u.kappa,
+            u.peak_n.unwrap_or(f64::INFINITY),
+        ])
+    };
+    let finite = |(lo, hi): (f64, f64)| (lo.is_finite() && hi.is_finite()).then_some((lo, hi));
+    if let Some((_, [l, s, k, peak])) = stats::medians_cis(&samples, refit, seed) {
+        out.lambda_ci95 = finite(l);
+        out.sigma_ci95 = finite(s);
+        out.kappa_ci95 = finite(k);
+        out.peak_n_ci95 = out.peak_n.and(finite(peak));
+    }
+    Some(out)
 }
 
 /// Fits the USL to `(N, throughput)` pairs. Pairs with N < 1 or a
 /// throughput that is not finite and positive are ignored; `None` with
 /// fewer than [`MIN_DISTINCT_N`] distinct N left, when the throughputs are
 /// all equal (r² is undefined), or when no fit converges to finite values.
+/// The pairs carry no samples: the intervals are `None` and `min_samples`
+/// 0 ([`fit_series`] adds them).
 pub fn fit(data: &[(f64, f64)]) -> Option<UslFit> {
     let pts: Vec<(f64, f64)> = data
         .iter()
@@ -112,6 +192,12 @@ pub fn fit(data: &[(f64, f64)]) -> Option<UslFit> {
             peak_n: peak_n.filter(|p| p.is_finite()),
             r_squared,
             points: ns.len(),
+            describes_data: r_squared >= USL_MIN_R_SQUARED && (0.0..=1.0).contains(&sigma),
+            lambda_ci95: None,
+            sigma_ci95: None,
+            kappa_ci95: None,
+            peak_n_ci95: None,
+            min_samples: 0,
         })
 }
 
@@ -505,6 +591,103 @@ mod tests {
         let wild = [(1.0, 1e-300), (2.0, 1e300), (3.0, 1.0), (4.0, 1e-10)];
         if let Some(f) = fit(&wild) {
             assert!(f.lambda.is_finite() && f.r_squared.is_finite());
+        }
+    }
+
+    #[test]
+    fn a_fit_worse_than_the_mean_or_with_sigma_above_one_does_not_describe_the_data() {
+        // Throughput that zigzags with N: least squares still returns
+        // parameters (σ ≈ 1.5), but R² < 0 — worse than a flat line.
+        let zigzag = [(1.0, 100.0), (2.0, 95.0), (3.0, 60.0), (4.0, 105.0)];
+        let f = fit(&zigzag).unwrap();
+        assert!(f.r_squared < 0.0, "{f:?}");
+        assert!(!f.describes_data, "{f:?}");
+        // Falling from N = 1 on: a close fit (R² > 0.99) whose σ is no
+        // fraction.
+        let falling = [(1.0, 100.0), (2.0, 90.0), (3.0, 85.0), (4.0, 80.0)];
+        let f = fit(&falling).unwrap();
+        assert!(f.r_squared > 0.99 && f.sigma > 1.0, "{f:?}");
+        assert!(!f.describes_data, "{f:?}");
+        // Noisy but real scaling describes its data.
+        let f = fit(&samples(TRUTHS[0], &WIDE, 0.01, 5)).unwrap();
+        assert!(f.describes_data, "{f:?}");
+        // The threshold itself.
+        assert_eq!(USL_MIN_R_SQUARED, 0.5);
+    }
+
+    mod series {
+        use super::super::*;
+        use crate::analysis::scaling::build_series;
+        use crate::analysis::testing::{data, noisy, ops, point, wall};
+        use crate::analysis::PointData;
+        use smtlab_types::Model;
+
+        /// A series of `metric` whose throughput follows λ = 1000, σ =
+        /// 0.05, κ = 0.002 at N = 1, 2, 4, 8, 16, 32, `n` samples a point
+        /// with ±1% noise.
+        fn points(n: usize, time: bool) -> Vec<PointData> {
+            [1usize, 2, 4, 8, 16, 32]
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| {
+                    let x = model(&[1000.0, 0.05, 0.002], w as f64);
+                    let (metric, v) = if time { (wall(), 1.0 / x) } else { (ops(), x) };
+                    data(
+                        point(i, "jbb", Model::Thread, "compact", w, metric),
+                        &noisy(v, 0.01, n, i as u64 + 1),
+                    )
+                })
+                .collect()
+        }
+
+        fn fitted(pts: &[PointData], seed: u64) -> UslFit {
+            let (series, _) = build_series(pts, 9);
+            fit_series(&series[0], pts, seed).unwrap()
+        }
+
+        #[test]
+        fn parameters_get_intervals_from_the_samples() {
+            for time in [false, true] {
+                let pts = points(10, time);
+                let f = fitted(&pts, 3);
+                assert!(f.describes_data, "{f:?}");
+                assert_eq!(f.min_samples, 10);
+                for (what, v, ci) in [
+                    ("λ", f.lambda, f.lambda_ci95),
+                    ("σ", f.sigma, f.sigma_ci95),
+                    ("κ", f.kappa, f.kappa_ci95),
+                    ("peak", f.peak_n.unwrap(), f.peak_n_ci95),
+                ] {
+                    let (lo, hi) = ci.unwrap_or_else(|| panic!("{what}: {f:?}"));
+                    assert!(lo <= v && v <= hi && lo < hi, "{what}: {f:?}");
+                }
+                // ±1% noise over 10 samples: the truth is inside and the
+                // intervals are narrow.
+                let (lo, hi) = f.sigma_ci95.unwrap();
+                assert!(lo < 0.05 && 0.05 < hi && hi - lo < 0.03, "{f:?}");
+                let (lo, hi) = f.peak_n_ci95.unwrap();
+                assert!(lo < 21.8 && 21.8 < hi, "{f:?}");
+                // Seeded.
+                assert_eq!(f, fitted(&pts, 3));
+                assert_ne!(f.sigma_ci95, fitted(&pts, 4).sigma_ci95);
+            }
+        }
+
+        #[test]
+        fn one_sample_a_point_is_a_fit_without_intervals() {
+            let pts = points(1, false);
+            let f = fitted(&pts, 3);
+            assert_eq!(f.min_samples, 1);
+            assert_eq!(
+                (f.lambda_ci95, f.sigma_ci95, f.kappa_ci95, f.peak_n_ci95),
+                (None, None, None, None)
+            );
+            // Below 3 at one N is enough to have none.
+            let mut pts = points(10, false);
+            pts[3] = data(pts[3].summary.point.clone(), &pts[3].values[..2]);
+            let f = fitted(&pts, 3);
+            assert_eq!(f.min_samples, 2);
+            assert!(f.sigma_ci95.is_none(), "{f:?}");
         }
     }
 }
