@@ -3,12 +3,16 @@
 //! quantities of Luo & John's figures) and verdicts: how each model's
 //! kernel and user time per message grew from the smallest to the largest
 //! connection count, which model delivered the most at each count, and
-//! smtlab's event loop against ngircd.
+//! smtlab's event loop against ngircd. Every change and every ratio
+//! carries its bootstrap 95% interval (the per-message costs from each
+//! sample's own values), or says there were too few samples for one.
 
 use smtlab_analyse::analysis::PointData;
+use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
-use smtlab_types::{Program, Table};
+use smtlab_types::{Point, Program, Sample, Table};
 
+use crate::intervals::{self, Estimate, NoInterval, Reading};
 use crate::web_findings::WebFindings;
 
 /// `thread2`, `thread`, `event` for smtlab's chat server; `ngircd`.
@@ -47,8 +51,24 @@ fn per_message(p: &PointData, name: &str, scope: &str) -> Option<f64> {
     (d > 0.0).then(|| v / d)
 }
 
-/// The chat study's table, verdicts and limits.
-pub fn chat(points: &[PointData], _seed: u64, f: &mut WebFindings) {
+/// The chat study's table, verdicts and limits, from a stored run: the
+/// points and every sample (the per-message costs' intervals come from
+/// each sample's values).
+pub fn chat_study(data: &RunData, seed: u64, f: &mut WebFindings) {
+    chat_with(&data.points, Some(&data.samples), seed, f);
+}
+
+/// The chat study's table, verdicts and limits from the points alone:
+/// without the samples, the changes of kernel and user time per message
+/// have no interval, and say so ([`chat_study`] has them).
+pub fn chat(points: &[PointData], seed: u64, f: &mut WebFindings) {
+    chat_with(points, None, seed, f);
+}
+
+/// The stored samples of a run, when the caller has them.
+type Samples<'a> = Option<&'a [(Point, Vec<Sample>)]>;
+
+fn chat_with(points: &[PointData], samples: Samples, seed: u64, f: &mut WebFindings) {
     let mut chat: Vec<&PointData> = points.iter().filter(|p| who(p).is_some()).collect();
     if chat.is_empty() {
         return;
@@ -58,13 +78,13 @@ pub fn chat(points: &[PointData], _seed: u64, f: &mut WebFindings) {
     let mut names: Vec<String> = chat.iter().filter_map(|p| who(p)).collect();
     names.dedup();
     for name in &names {
-        growth(&chat, name, f);
+        growth(&chat, name, samples, seed, f);
     }
     let mut counts: Vec<usize> = chat.iter().map(|p| connections(p)).collect();
     counts.sort_unstable();
     counts.dedup();
     for &c in &counts {
-        best_at(&chat, c, f);
+        best_at(&chat, c, seed, f);
     }
     if chat
         .iter()
@@ -158,8 +178,9 @@ fn table(chat: &[&PointData], f: &mut WebFindings) {
 
 /// How `name`'s costs per message grew from the smallest to the largest
 /// connection count measured (from 200 when 200 or more were measured:
-/// 20 connections are one room, all in cache).
-fn growth(chat: &[&PointData], name: &str, f: &mut WebFindings) {
+/// 20 connections are one room, all in cache), each change a ratio of
+/// medians with its 95% interval.
+fn growth(chat: &[&PointData], name: &str, samples: Samples, seed: u64, f: &mut WebFindings) {
     let mut mine: Vec<&PointData> = chat
         .iter()
         .copied()
@@ -180,27 +201,47 @@ fn growth(chat: &[&PointData], name: &str, f: &mut WebFindings) {
     let (c0, c1) = (connections(from), connections(to));
     let sys = |p: &PointData| extra(p, "server_sys_us_per_msg").unwrap_or(f64::NAN);
     let user = |p: &PointData| extra(p, "server_user_us_per_msg").unwrap_or(f64::NAN);
-    let ratio = |a: f64, b: f64| if a > 0.0 { b / a } else { f64::NAN };
     let rate = |p: &PointData| median(p).unwrap_or(f64::NAN);
+    // A per-message cost's change: from each sample's own value where the
+    // samples are at hand, else the medians alone, without an interval.
+    let cost = |key: &str| -> Option<Estimate> {
+        match samples {
+            Some(s) => intervals::ratio(
+                &intervals::extra_values(s, &to.summary.point, key),
+                &intervals::extra_values(s, &from.summary.point, key),
+                seed,
+            ),
+            None => {
+                let value = extra(to, key)? / extra(from, key)?;
+                (value.is_finite() && value > 0.0).then_some(Estimate {
+                    value,
+                    ci: Err(NoInterval::NotLoaded),
+                })
+            }
+        }
+    };
+    let (k_word, k_ci) = change(cost("server_sys_us_per_msg"));
+    let (u_word, u_ci) = change(cost("server_user_us_per_msg"));
+    let (m_word, m_ci) = change(intervals::ratio(&to.values, &from.values, seed));
     f.verdicts.push(format!(
-        "{name}'s kernel time per message {} from {} to {} connections ({:.2} -> {:.2} µs), \
-         its user time {} ({:.2} -> {:.2} µs); messages/s {} ({} -> {}).",
-        change(ratio(sys(from), sys(to))),
+        "{name}'s kernel time per message {k_word} from {} to {} connections ({:.2} -> {:.2} \
+         µs{k_ci}), its user time {u_word} ({:.2} -> {:.2} µs{u_ci}); messages/s {m_word} ({} \
+         -> {}{m_ci}).",
         thousands(c0),
         thousands(c1),
         sys(from),
         sys(to),
-        change(ratio(user(from), user(to))),
         user(from),
         user(to),
-        change(ratio(rate(from), rate(to))),
         table_value(rate(from), "msg/s"),
         table_value(rate(to), "msg/s"),
     ));
 }
 
-/// Which server delivered the most at `c` connections, against the others.
-fn best_at(chat: &[&PointData], c: usize, f: &mut WebFindings) {
+/// Which server delivered the most at `c` connections, against the others:
+/// each ratio with its 95% interval; a lead that an interval does not
+/// support is said to be by median only.
+fn best_at(chat: &[&PointData], c: usize, seed: u64, f: &mut WebFindings) {
     let mut here: Vec<(&PointData, f64)> = chat
         .iter()
         .copied()
@@ -212,34 +253,90 @@ fn best_at(chat: &[&PointData], c: usize, f: &mut WebFindings) {
     }
     here.sort_by(|a, b| b.1.total_cmp(&a.1));
     let (best, top) = here[0];
-    let others: Vec<String> = here[1..]
-        .iter()
-        .map(|(p, m)| format!("{:.2}x {}'s", top / m, who(p).unwrap_or_default()))
-        .collect();
+    let mut items = Vec::new();
+    let (mut tied, mut contrary, mut unjudged) = (Vec::new(), Vec::new(), Vec::new());
+    for (p, _) in &here[1..] {
+        let Some(e) = intervals::ratio(&best.values, &p.values, seed) else {
+            continue;
+        };
+        let other = who(p).unwrap_or_default();
+        match e.ratio_reading() {
+            Reading::Above => {}
+            Reading::None(_) => unjudged.push(other.clone()),
+            Reading::Within => tied.push(other.clone()),
+            // A percentile interval need not hold its median.
+            Reading::Below => contrary.push(other.clone()),
+        }
+        items.push((format!("{:.2}x {other}'s", e.value), e));
+    }
     let bound = if extra(best, "client_bound").is_some_and(|b| b >= 0.5) {
         " (the load generator was saturated there: a lower bound)"
     } else {
         ""
     };
+    if items.is_empty() {
+        return;
+    }
+    let all_unjudged = unjudged.len() == items.len();
+    let mut lead = String::new();
+    if !tied.is_empty() || !contrary.is_empty() || !unjudged.is_empty() {
+        lead.push_str(" by median");
+    }
+    let mut but = Vec::new();
+    if !tied.is_empty() {
+        but.push(format!(
+            "not distinguishable from {}",
+            intervals::and_list(&tied)
+        ));
+    }
+    if !contrary.is_empty() {
+        but.push(format!(
+            "not shown to deliver more than {}",
+            intervals::and_list(&contrary)
+        ));
+    }
+    if !unjudged.is_empty() && !all_unjudged {
+        but.push(format!(
+            "with too few samples to tell it from {}",
+            intervals::and_list(&unjudged)
+        ));
+    }
+    let but = if but.is_empty() {
+        String::new()
+    } else {
+        format!(", but {}", but.join(" and "))
+    };
     f.verdicts.push(format!(
-        "At {} connections {} delivered the most messages/s ({}){bound}: {}.",
+        "At {} connections {} delivered the most messages/s{lead} ({}){bound}{but}: {}.",
         thousands(c),
         who(best).unwrap_or_default(),
         table_value(top, "msg/s"),
-        others.join(", ")
+        intervals::list_with_cis(&items)
     ));
 }
 
-/// `grew 3.1x`, `fell to 0.62x`, `stayed within 5%`.
-fn change(r: f64) -> String {
-    if !r.is_finite() {
-        "could not be compared".to_string()
-    } else if r >= 1.05 {
-        format!("grew {r:.1}x")
-    } else if r <= 0.95 {
-        format!("fell to {r:.2}x")
-    } else {
-        "stayed within 5%".to_string()
+/// A change as a verb and its interval: (`grew 3.1x`, `; 95% CI
+/// 2.90–3.32x`), (`fell to 0.62x`, ...), (`showed no significant change`,
+/// `; 1.02x, 95% CI 0.95–1.10x`) when the interval includes 1, (`measured
+/// 0.85x`, `; too few samples for an interval`) without one, and
+/// (`could not be compared`, ...) without a ratio.
+fn change(e: Option<Estimate>) -> (String, String) {
+    let Some(e) = e else {
+        // A zero median (a cost below the clock's tick) has no ratio.
+        return (
+            "could not be compared".to_string(),
+            "; a zero median has no ratio".to_string(),
+        );
+    };
+    let r = e.value;
+    match e.ratio_reading() {
+        Reading::Above => (format!("grew {r:.1}x"), format!("; {}", e.ci_x())),
+        Reading::Below => (format!("fell to {r:.2}x"), format!("; {}", e.ci_x())),
+        Reading::Within => (
+            "showed no significant change".to_string(),
+            format!("; {r:.2}x, {}", e.ci_x()),
+        ),
+        Reading::None(why) => (format!("measured {r:.2}x"), format!("; {}", why.text())),
     }
 }
 
@@ -261,11 +358,269 @@ mod tests {
     use super::*;
 
     #[test]
-    fn changes_read_as_words() {
-        assert_eq!(change(3.12), "grew 3.1x");
-        assert_eq!(change(0.5), "fell to 0.50x");
-        assert_eq!(change(1.01), "stayed within 5%");
-        assert_eq!(change(f64::NAN), "could not be compared");
+    fn changes_read_as_words_with_their_intervals() {
+        let e = |value: f64, ci: Result<(f64, f64), NoInterval>| Some(Estimate { value, ci });
+        assert_eq!(
+            change(e(3.12, Ok((2.9, 3.32)))),
+            ("grew 3.1x".into(), "; 95% CI 2.90–3.32x".into())
+        );
+        assert_eq!(
+            change(e(0.5, Ok((0.45, 0.55)))),
+            ("fell to 0.50x".into(), "; 95% CI 0.45–0.55x".into())
+        );
+        // Medians 15% apart, but an interval that includes 1: no claim.
+        assert_eq!(
+            change(e(0.85, Ok((0.7, 1.1)))),
+            (
+                "showed no significant change".into(),
+                "; 0.85x, 95% CI 0.70–1.10x".into()
+            )
+        );
+        assert_eq!(
+            change(e(0.85, Err(NoInterval::TooFew))),
+            (
+                "measured 0.85x".into(),
+                "; too few samples for an interval".into()
+            )
+        );
+        assert_eq!(
+            change(None),
+            (
+                "could not be compared".into(),
+                "; a zero median has no ratio".into()
+            )
+        );
+    }
+
+    use smtlab_analyse::summary::summarize_point;
+    use smtlab_types::{Metric, Mode, Model, ResourceUsage, SampleStatus, Spawn};
+    use std::collections::BTreeMap;
+
+    fn point(index: usize, server: &str, model: Model, connections: usize) -> Point {
+        Point {
+            index,
+            program: Program::Server {
+                server: server.into(),
+                params: [("connections".to_string(), connections.to_string())].into(),
+            },
+            model,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 1,
+            cpus: Some([0].into_iter().collect()),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedWork { work: 1 },
+            metric: Metric {
+                name: "messages".into(),
+                unit: "msg/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    /// `n` values around `center`, spread by `rel` either side.
+    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let u = if n == 1 {
+                    0.0
+                } else {
+                    2.0 * i as f64 / (n - 1) as f64 - 1.0
+                };
+                center * (1.0 + rel * u)
+            })
+            .collect()
+    }
+
+    /// A point's samples: messages/s, kernel and user µs per message (a
+    /// warm-up first, which no statistic counts).
+    fn samples(rate: &[f64], sys: &[f64], user: &[f64]) -> Vec<Sample> {
+        let sample = |seq: usize, warmup: bool, i: usize| Sample {
+            seq,
+            warmup,
+            status: SampleStatus::Ok,
+            reason: None,
+            started_at: 0.0,
+            wall_s: 1.0,
+            ops: None,
+            metric: Some(if warmup { 1.0 } else { rate[i] }),
+            usage: ResourceUsage::default(),
+            counters: Vec::new(),
+            workers: Vec::new(),
+            extras: BTreeMap::from([
+                (
+                    "server_sys_us_per_msg".to_string(),
+                    if warmup { 1e6 } else { sys[i] },
+                ),
+                (
+                    "server_user_us_per_msg".to_string(),
+                    if warmup { 1e6 } else { user[i] },
+                ),
+                ("deliveries".to_string(), 19_000.0),
+            ]),
+        };
+        let mut out = vec![sample(0, true, 0)];
+        out.extend((0..rate.len()).map(|i| sample(i + 1, false, i)));
+        out
+    }
+
+    fn run(points: Vec<(Point, Vec<Sample>)>) -> RunData {
+        let mut data = RunData {
+            points: Vec::new(),
+            samples: Vec::new(),
+        };
+        for (point, samples) in points {
+            let summary = summarize_point(point.index as i64 + 1, point.clone(), &samples, 7);
+            let values = samples
+                .iter()
+                .filter(|s| !s.warmup)
+                .filter_map(|s| s.metric)
+                .collect();
+            data.points.push(PointData { summary, values });
+            data.samples.push((point, samples));
+        }
+        data
+    }
+
+    fn verdicts(data: &RunData) -> Vec<String> {
+        let mut f = WebFindings::default();
+        chat_study(data, 7, &mut f);
+        f.verdicts
+    }
+
+    /// The guest's event server from 20 to 40 connections, `n` samples a
+    /// point: kernel time down 15%, user time unchanged but noisy,
+    /// messages/s up 1.3x.
+    fn event_20_40(n: usize) -> RunData {
+        run(vec![
+            (
+                point(0, "chat", Model::Event, 20),
+                samples(
+                    &around(18_000.0, 0.02, n),
+                    &around(26.18, 0.02, n),
+                    &around(3.1, 0.2, n),
+                ),
+            ),
+            (
+                point(1, "chat", Model::Event, 40),
+                samples(
+                    &around(23_400.0, 0.02, n),
+                    &around(22.17, 0.02, n),
+                    &around(3.2, 0.2, n),
+                ),
+            ),
+        ])
+    }
+
+    fn find<'a>(v: &'a [String], start: &str) -> &'a str {
+        v.iter()
+            .find(|s| s.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {v:#?}"))
+    }
+
+    #[test]
+    fn growth_states_each_change_with_its_interval() {
+        let v = verdicts(&event_20_40(8));
+        let s = find(&v, "event's kernel time per message");
+        assert!(
+            s.starts_with(
+                "event's kernel time per message fell to 0.85x from 20 to 40 connections (26.18 \
+                 -> 22.17 µs; 95% CI 0.8"
+            ),
+            "{s}"
+        );
+        // User time 3.1 -> 3.2 µs (3%), samples spread 20%: not "within
+        // 5%", no significant change, with the interval that says so.
+        assert!(
+            s.contains(
+                "its user time showed no significant change (3.10 -> 3.20 µs; 1.03x, 95% CI 0."
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("within 5%"), "{s}");
+        assert!(
+            s.contains("messages/s grew 1.3x (18.00 kmsg/s -> 23.40 kmsg/s; 95% CI 1.2"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn growth_with_too_few_samples_says_so() {
+        let v = verdicts(&event_20_40(2));
+        assert_eq!(
+            find(&v, "event's kernel time per message"),
+            "event's kernel time per message measured 0.85x from 20 to 40 connections (26.18 -> \
+             22.17 µs; too few samples for an interval), its user time measured 1.03x (3.10 -> \
+             3.20 µs; too few samples for an interval); messages/s measured 1.30x (18.00 kmsg/s \
+             -> 23.40 kmsg/s; too few samples for an interval)."
+        );
+        // From the points alone (no samples), the costs have no interval.
+        let data = event_20_40(8);
+        let mut f = WebFindings::default();
+        chat(&data.points, 7, &mut f);
+        let s = find(&f.verdicts, "event's kernel time per message");
+        assert!(
+            s.starts_with(
+                "event's kernel time per message measured 0.85x from 20 to 40 connections \
+                 (26.18 -> 22.17 µs; no interval: the samples were not loaded)"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("messages/s grew 1.3x"), "{s}");
+    }
+
+    /// Four servers at 20 connections, `n` samples each; thread2 at
+    /// `thread2` kmsg/s.
+    fn at_20(n: usize, thread2: f64) -> RunData {
+        let one = |i: usize, server: &str, model: Model, rate: f64| {
+            (
+                point(i, server, model, 20),
+                samples(
+                    &around(rate, 0.02, n),
+                    &around(5.0, 0.02, n),
+                    &around(2.0, 0.02, n),
+                ),
+            )
+        };
+        run(vec![
+            one(0, "chat", Model::Event, 23_560.0),
+            one(1, "chat", Model::Thread2, thread2),
+            one(2, "ngircd", Model::Event, 9_130.0),
+            one(3, "chat", Model::Thread, 4_505.0),
+        ])
+    }
+
+    #[test]
+    fn the_most_at_a_count_gives_each_ratio_its_interval() {
+        let v = verdicts(&at_20(8, 11_166.0));
+        let s = find(&v, "At 20 connections");
+        assert!(
+            s.starts_with(
+                "At 20 connections event delivered the most messages/s (23.56 kmsg/s): 2.11x \
+                 thread2's (95% CI 2."
+            ),
+            "{s}"
+        );
+        assert!(s.contains("2.58x ngircd's (95% CI 2."), "{s}");
+        assert!(s.contains("5.23x thread's (95% CI 5."), "{s}");
+        // thread2 as fast as event: by median only, and said.
+        let v = verdicts(&at_20(8, 23_400.0));
+        let s = find(&v, "At 20 connections");
+        assert!(
+            s.starts_with(
+                "At 20 connections event delivered the most messages/s by median (23.56 \
+                 kmsg/s), but not distinguishable from thread2: 1.01x thread2's (95% CI 0.9"
+            ),
+            "{s}"
+        );
+        // One sample each: no interval, said once.
+        let v = verdicts(&at_20(1, 11_166.0));
+        assert_eq!(
+            find(&v, "At 20 connections"),
+            "At 20 connections event delivered the most messages/s by median (23.56 kmsg/s): \
+             2.11x thread2's, 2.58x ngircd's, 5.23x thread's (too few samples for an interval)."
+        );
     }
 
     #[test]

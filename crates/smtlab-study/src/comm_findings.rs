@@ -11,15 +11,18 @@
 //!
 //! Every comparison is a ratio of medians with its bootstrap 95% interval
 //! (`verdict::compare`); an interval that contains 1 is a tie, never a
-//! difference.
+//! difference, and a comparison without an interval (fewer than 3 samples
+//! a side) says so. The time split's differences and the growth of waiting
+//! have their intervals too, from each sample's own split.
 
 use smtlab_analyse::analysis::{verdict, PointData, Verdict};
 use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
-use smtlab_types::{Comm, Program, SampleStatus, Table};
+use smtlab_types::{Comm, Point, Program, Sample, SampleStatus, Table};
 
 use crate::comm_plan::{layout_name, per_node_of, COMM_APPS};
 use crate::findings::Findings;
+use crate::intervals::{self, Estimate, NoInterval, Reading};
 
 /// The application and mechanism of a DSM point; `None` for any other.
 fn ranks_of(p: &PointData) -> Option<(&str, Comm)> {
@@ -94,6 +97,24 @@ fn part(p: &PointData, part: &str) -> Option<f64> {
     }
 }
 
+/// Seconds per rank of `part` in each successful measured sample of `p`.
+fn part_values(samples: &[(Point, Vec<Sample>)], p: &PointData, part: &str) -> Vec<f64> {
+    let n = ranks(p).max(1) as f64;
+    intervals::samples_of(samples, &p.summary.point)
+        .iter()
+        .filter_map(|s| {
+            let x = |k: &str| s.extras.get(k).copied();
+            match part {
+                "handling" => {
+                    Some(x("fault_s").unwrap_or(0.0) + x("sync_s").unwrap_or(0.0) - x("wait_s")?)
+                }
+                name => x(&format!("{name}_s")),
+            }
+        })
+        .map(|v| v / n)
+        .collect()
+}
+
 /// The communication study's tables and verdicts.
 pub fn comm(data: &RunData, seed: u64) -> Findings {
     let mut f = Findings::default();
@@ -137,7 +158,7 @@ pub fn comm(data: &RunData, seed: u64) -> Findings {
                 .copied()
                 .filter(|p| ranks(p) == n && per_node(p) == k && median(p).is_some())
                 .collect();
-            layout_verdicts(app, n, k, &here, seed, &mut f);
+            layout_verdicts(app, n, k, &here, &data.samples, seed, &mut f);
         }
         for k in [1, 2] {
             let layout: Vec<&PointData> = mine
@@ -145,7 +166,7 @@ pub fn comm(data: &RunData, seed: u64) -> Findings {
                 .copied()
                 .filter(|p| per_node(p) == k && median(p).is_some())
                 .collect();
-            wait_growth(app, k, &layout, &mut f);
+            wait_growth(app, k, &layout, &data.samples, seed, &mut f);
         }
     }
     f
@@ -389,8 +410,9 @@ fn outcome(v: &Verdict) -> Outcome {
     }
 }
 
-/// `thr2 was 4.2% faster than sigio for LU at ... (95% CI 1.0–7.1%)`.
-fn comparison_sentence(v: &Verdict) -> String {
+/// `thr2 was 4.2% faster than sigio for LU at ... (95% CI 1.0–7.1%)`;
+/// `why` says why there is no interval where there is none.
+fn comparison_sentence(v: &Verdict, why: NoInterval) -> String {
     let (a, b, subject, r) = (&v.a, &v.b, &v.subject, v.speed_ratio);
     match (outcome(v), v.ci95) {
         (Outcome::Faster, Some((lo, hi))) => format!(
@@ -412,18 +434,25 @@ fn comparison_sentence(v: &Verdict) -> String {
             (hi - 1.0) * 100.0
         ),
         (_, None) => format!(
-            "{a} measured {} than {b} for {subject} ({:.1}%), but with too few samples for a \
-             confidence interval: not a verdict",
+            "{a} measured {} than {b} for {subject} ({:.1}%), but with {}: not a verdict",
             if r >= 1.0 { "faster" } else { "slower" },
-            (r - 1.0).abs() * 100.0
+            (r - 1.0).abs() * 100.0,
+            why.text()
         ),
     }
 }
 
 /// What in the time split makes the difference between `a` and `b`: the
-/// part whose per-rank seconds differ most, when it points the same way
-/// as the wall time.
-fn explanation(a: &PointData, b: &PointData) -> Option<String> {
+/// part whose per-rank seconds differ most, when the 95% interval of its
+/// difference (from each sample's split) excludes none and points the same
+/// way as the wall time; otherwise that the split does not explain it, or
+/// cannot be judged.
+fn explanation(
+    a: &PointData,
+    b: &PointData,
+    samples: &[(Point, Vec<Sample>)],
+    seed: u64,
+) -> Option<String> {
     let wall = median(a)? - median(b)?;
     let (key, name, da, db) = PARTS
         .iter()
@@ -434,18 +463,53 @@ fn explanation(a: &PointData, b: &PointData) -> Option<String> {
     } else {
         key
     };
+    let d = intervals::difference(
+        &part_values(samples, a, key),
+        &part_values(samples, b, key),
+        seed,
+    );
+    let ci = match d.map(|d| d.ci) {
+        Some(Ok((lo, hi))) => format!(", 95% CI of the difference {lo:+.3} to {hi:+.3} s"),
+        Some(Err(why)) => format!(", {}", why.text()),
+        None => String::new(),
+    };
     let numbers = format!(
-        "{short} {da:.3} s vs {db:.3} s per rank, against {:.3} s of wall time",
+        "{short} {da:.3} s vs {db:.3} s per rank{ci}, against {:.3} s of wall time",
         wall.abs()
     );
-    if (da - db) * wall > 0.0 {
-        Some(format!("the difference is {name} ({numbers})"))
+    // The wall time's way: a part that took longer in `a` explains `a`
+    // taking longer.
+    let wall_way = if wall > 0.0 {
+        Reading::Above
     } else {
-        Some(format!(
+        Reading::Below
+    };
+    Some(match d.map(|d| d.reading(0.0)) {
+        Some(Reading::None(_)) | None => format!(
+            "the largest difference in the time split is {name}, which cannot be judged \
+             ({numbers})"
+        ),
+        Some(Reading::Within) => format!(
+            "the time split does not explain it: its largest difference, {name}, is within \
+             the noise ({numbers})"
+        ),
+        Some(r) if r == wall_way => format!("the difference is {name} ({numbers})"),
+        Some(_) => format!(
             "the time split does not explain it: the largest difference is {name}, the other \
              way ({numbers})"
-        ))
-    }
+        ),
+    })
+}
+
+/// A comparison of `a` against `b` as an estimate with its interval, and
+/// why there is none where there is none.
+fn estimate(v: &Verdict, a: &PointData, b: &PointData) -> Estimate {
+    intervals::from_verdict(v, a, b)
+}
+
+/// Why `v` (of `a` against `b`) has no interval.
+fn why_none(v: &Verdict, a: &PointData, b: &PointData) -> NoInterval {
+    estimate(v, a, b).ci.err().unwrap_or(NoInterval::TooFew)
 }
 
 /// The verdicts of one application at one rank count and layout.
@@ -454,6 +518,7 @@ fn layout_verdicts(
     n: usize,
     k: usize,
     here: &[&PointData],
+    samples: &[(Point, Vec<Sample>)],
     seed: u64,
     f: &mut Findings,
 ) {
@@ -472,34 +537,52 @@ fn layout_verdicts(
                 .total_cmp(&median(b).unwrap_or(f64::MAX))
         })
         .expect("two or more");
-    let mut others = Vec::new();
-    let mut tied = Vec::new();
+    let mut items = Vec::new();
+    let (mut tied, mut contrary, mut unjudged) = (Vec::new(), Vec::new(), Vec::new());
     for p in here.iter().copied().filter(|p| !std::ptr::eq(*p, best)) {
         if let Some(v) = versus(best, p, &at, seed) {
-            let ci = v
-                .ci95
-                .map(|(lo, hi)| format!(" [{lo:.2}–{hi:.2}]"))
-                .unwrap_or_default();
-            others.push(format!("{} {:.2}x{ci}", comm_of(p), v.speed_ratio));
-            if outcome(&v) != Outcome::Faster {
-                tied.push(comm_of(p).to_string());
+            let name = comm_of(p).to_string();
+            match outcome(&v) {
+                Outcome::Faster => {}
+                Outcome::Tie => tied.push(name.clone()),
+                Outcome::Slower => contrary.push(name.clone()),
+                Outcome::NoInterval => unjudged.push(name.clone()),
             }
+            items.push((
+                format!("{name} {:.2}x", v.speed_ratio),
+                estimate(&v, best, p),
+            ));
         }
     }
     let unit = best.summary.point.metric.unit.clone();
     let time = table_value(median(best).unwrap_or(f64::NAN), &unit);
-    let lead = if tied.is_empty() {
+    let lead = if tied.is_empty() && contrary.is_empty() && unjudged.is_empty() {
         format!("{} was the fastest ({time})", comm_of(best))
     } else {
-        format!(
-            "{} had the lowest median ({time}), not distinguishable from {}",
-            comm_of(best),
-            tied.join(", ")
-        )
+        let mut s = format!("{} had the lowest median ({time})", comm_of(best));
+        if !tied.is_empty() {
+            s.push_str(&format!(
+                ", not distinguishable from {}",
+                intervals::and_list(&tied)
+            ));
+        }
+        if !contrary.is_empty() {
+            s.push_str(&format!(
+                ", not shown faster than {}",
+                intervals::and_list(&contrary)
+            ));
+        }
+        if !unjudged.is_empty() && unjudged.len() < items.len() {
+            s.push_str(&format!(
+                ", with too few samples to tell it from {}",
+                intervals::and_list(&unjudged)
+            ));
+        }
+        s
     };
     f.verdicts.push(format!(
-        "{at}: {lead}; the others took {} of its time (95% CIs).",
-        others.join(", ")
+        "{at}: {lead}; the others took {} of its time.",
+        intervals::list_with_cis(&items)
     ));
     // Each thread mechanism against the interrupt.
     let threads = [Comm::Thr1, Comm::Thr2, Comm::Thr3];
@@ -510,16 +593,16 @@ fn layout_verdicts(
             let Some(v) = versus(t, sigio, &at, seed) else {
                 continue;
             };
-            let mut s = comparison_sentence(&v);
+            let mut s = comparison_sentence(&v, why_none(&v, t, sigio));
             if matches!(outcome(&v), Outcome::Faster | Outcome::Slower) {
-                if let Some(why) = explanation(t, sigio) {
+                if let Some(why) = explanation(t, sigio, samples, seed) {
                     s.push_str("; ");
                     s.push_str(&why);
                 }
             }
             s.push('.');
             f.verdicts.push(capitalised(&s));
-            against_sigio.push((c, outcome(&v)));
+            against_sigio.push((c, outcome(&v), estimate(&v, t, sigio)));
         }
     }
     paper_threads_vs_sigio(&at, k, here, &against_sigio, f);
@@ -536,12 +619,15 @@ fn capitalised(s: &str) -> String {
 
 /// The paper: threads slightly worse than sigio when a process has a
 /// processor to itself (here one rank per CPU), better when two processes
-/// share a dual-processor node (here two ranks per node).
+/// share a dual-processor node (here two ranks per node). Judged from the
+/// comparisons with sigio (`against`: each mechanism, how its comparison
+/// read, its speed over sigio's with the interval), which the sentence
+/// repeats.
 fn paper_threads_vs_sigio(
     at: &str,
     k: usize,
     here: &[&PointData],
-    against: &[(Comm, Outcome)],
+    against: &[(Comm, Outcome, Estimate)],
     f: &mut Findings,
 ) {
     let claim = if k == 1 {
@@ -572,11 +658,12 @@ fn paper_threads_vs_sigio(
     let list = |o: Outcome| -> Vec<String> {
         against
             .iter()
-            .filter(|(_, x)| *x == o)
-            .map(|(c, _)| c.to_string())
+            .filter(|(_, x, _)| *x == o)
+            .map(|(c, _, _)| c.to_string())
             .collect()
     };
     let (agree, disagree) = (list(expected), list(opposite));
+    let (tied, unjudged) = (list(Outcome::Tie), list(Outcome::NoInterval));
     let word = |o: Outcome| {
         if o == Outcome::Faster {
             "faster"
@@ -584,36 +671,62 @@ fn paper_threads_vs_sigio(
             "slower"
         }
     };
-    let verdict = if against.iter().all(|(_, o)| *o == Outcome::NoInterval) {
-        "not measurable here: too few samples for confidence intervals".to_string()
+    // What the mechanisms neither for nor against the finding did.
+    let rest = || {
+        let mut r = Vec::new();
+        if !tied.is_empty() {
+            r.push(format!("{} tied with it", intervals::and_list(&tied)));
+        }
+        if !unjudged.is_empty() {
+            r.push(format!(
+                "too few samples for an interval for {}",
+                intervals::and_list(&unjudged)
+            ));
+        }
+        r.join(", ")
+    };
+    let verdict = if unjudged.len() == against.len() {
+        format!("not measurable here: {}", intervals::TOO_FEW)
     } else if agree.len() == against.len() {
-        format!("held: {} {} than sigio", agree.join(", "), word(expected))
+        format!(
+            "held: {} {} than sigio",
+            intervals::and_list(&agree),
+            word(expected)
+        )
     } else if !disagree.is_empty() && agree.is_empty() {
         format!(
             "did not hold: {} {} than sigio",
-            disagree.join(", "),
+            intervals::and_list(&disagree),
             word(opposite)
         )
     } else if !agree.is_empty() && disagree.is_empty() {
         format!(
-            "partly held: {} {} than sigio, the others tied",
-            agree.join(", "),
-            word(expected)
+            "partly held: {} {} than sigio, {}",
+            intervals::and_list(&agree),
+            word(expected),
+            rest()
         )
     } else if !agree.is_empty() {
         format!(
             "mixed: {} {} than sigio, but {} {}",
-            agree.join(", "),
+            intervals::and_list(&agree),
             word(expected),
-            disagree.join(", "),
+            intervals::and_list(&disagree),
             word(opposite)
         )
-    } else {
+    } else if unjudged.is_empty() {
         "not confirmed: every thread mechanism tied with sigio (differences within the noise)"
             .to_string()
+    } else {
+        format!("not confirmed: {}", rest())
     };
+    let speeds: Vec<(String, Estimate)> = against
+        .iter()
+        .map(|(c, _, e)| (format!("{c} {:.2}x", e.value), *e))
+        .collect();
     f.verdicts.push(format!(
-        "The paper's finding ({claim}) for {at}: {verdict}."
+        "The paper's finding ({claim}) for {at}: {verdict}; speed against sigio's: {}.",
+        intervals::list_with_cis(&speeds)
     ));
 }
 
@@ -632,38 +745,52 @@ fn thr2_best(at: &str, here: &[&PointData], seed: u64, f: &mut Findings) {
         return;
     };
     let (o1, o3) = (outcome(&v1), outcome(&v3));
-    let ci = |v: &Verdict| {
-        v.ci95
-            .map(|(lo, hi)| format!(" [{lo:.2}–{hi:.2}]"))
-            .unwrap_or_default()
+    let ratios = intervals::list_in_parens(&[
+        (
+            format!("thr2 {:.2}x thr1's speed", v1.speed_ratio),
+            estimate(&v1, thr2, thr1),
+        ),
+        (
+            format!("{:.2}x thr3's", v3.speed_ratio),
+            estimate(&v3, thr2, thr3),
+        ),
+    ]);
+    let with = |o: Outcome| -> Vec<String> {
+        [("thr1", o1), ("thr3", o3)]
+            .iter()
+            .filter(|(_, x)| *x == o)
+            .map(|(c, _)| c.to_string())
+            .collect()
     };
-    let ratios = format!(
-        "thr2 {:.2}x thr1's speed{}, {:.2}x thr3's{}",
-        v1.speed_ratio,
-        ci(&v1),
-        v3.speed_ratio,
-        ci(&v3)
+    let (beat, tied, unjudged) = (
+        with(Outcome::Slower),
+        with(Outcome::Tie),
+        with(Outcome::NoInterval),
     );
-    let beat: Vec<&str> = [("thr1", o1), ("thr3", o3)]
-        .iter()
-        .filter(|(_, o)| *o == Outcome::Slower)
-        .map(|(c, _)| *c)
-        .collect();
-    let tied: Vec<&str> = [("thr1", o1), ("thr3", o3)]
-        .iter()
-        .filter(|(_, o)| *o == Outcome::Tie)
-        .map(|(c, _)| *c)
-        .collect();
-    let verdict = if o1 == Outcome::NoInterval || o3 == Outcome::NoInterval {
-        "not measurable here: too few samples for confidence intervals".to_string()
+    // A mechanism shown faster than thr2 settles it, whatever the other.
+    let verdict = if !beat.is_empty() {
+        format!(
+            "did not hold: {} faster than thr2",
+            intervals::and_list(&beat)
+        )
     } else if o1 == Outcome::Faster && o3 == Outcome::Faster {
         "held".to_string()
-    } else if !beat.is_empty() {
-        format!("did not hold: {} faster than thr2", beat.join(" and "))
+    } else if !tied.is_empty() {
+        let mut s = format!(
+            "not confirmed: thr2 not distinguishable from {}",
+            intervals::and_list(&tied)
+        );
+        if !unjudged.is_empty() {
+            s.push_str(&format!(
+                ", too few samples for an interval against {}",
+                intervals::and_list(&unjudged)
+            ));
+        }
+        s
     } else {
         format!(
-            "not confirmed: thr2 not distinguishable from {}",
-            tied.join(" and ")
+            "not measurable here: too few samples for an interval against {}",
+            intervals::and_list(&unjudged)
         )
     };
     f.verdicts.push(format!(
@@ -674,8 +801,16 @@ fn thr2_best(at: &str, here: &[&PointData], seed: u64, f: &mut Findings) {
 
 /// How each mechanism's waiting per rank grew from the fewest ranks to the
 /// most in one layout (the paper: the difference between mechanisms is
-/// waiting, and it grows from 8 to 16 processors).
-fn wait_growth(app: &str, k: usize, layout: &[&PointData], f: &mut Findings) {
+/// waiting, and it grows from 8 to 16 processors), each change a ratio of
+/// medians with its 95% interval from each sample's waiting.
+fn wait_growth(
+    app: &str,
+    k: usize,
+    layout: &[&PointData],
+    samples: &[(Point, Vec<Sample>)],
+    seed: u64,
+    f: &mut Findings,
+) {
     let mut counts: Vec<usize> = layout.iter().map(|p| ranks(p)).collect();
     counts.sort_unstable();
     counts.dedup();
@@ -685,27 +820,51 @@ fn wait_growth(app: &str, k: usize, layout: &[&PointData], f: &mut Findings) {
     if lo == hi {
         return;
     }
-    let mut parts = Vec::new();
+    let mut items: Vec<(String, Option<Estimate>)> = Vec::new();
     for c in Comm::ALL {
         let at = |n: usize| {
             layout
                 .iter()
+                .copied()
                 .find(|p| comm_of(p) == c && ranks(p) == n)
-                .and_then(|p| per_rank(p, "wait_s"))
         };
-        if let (Some(a), Some(b)) = (at(lo), at(hi)) {
-            parts.push(format!("{c} {a:.3} -> {b:.3} s"));
+        let (Some(pa), Some(pb)) = (at(lo), at(hi)) else {
+            continue;
+        };
+        if let (Some(a), Some(b)) = (per_rank(pa, "wait_s"), per_rank(pb, "wait_s")) {
+            let e = intervals::ratio(
+                &part_values(samples, pb, "wait"),
+                &part_values(samples, pa, "wait"),
+                seed,
+            );
+            items.push((format!("{c} {a:.3} -> {b:.3} s"), e));
         }
     }
-    if parts.is_empty() {
+    if items.is_empty() {
         return;
     }
+    let all_too_few = items
+        .iter()
+        .all(|(_, e)| e.is_some_and(|e| e.ci == Err(NoInterval::TooFew)));
+    let parts: Vec<String> = items
+        .iter()
+        .map(|(text, e)| match e {
+            Some(e) if all_too_few => format!("{text}, {:.2}x", e.value),
+            Some(e) => format!("{text}, {}", e.x_with_ci()),
+            None => format!("{text} (no ratio: no waiting at {lo} ranks)"),
+        })
+        .collect();
     let over = layout.iter().any(|p| ranks(p) == hi && oversubscribed(p));
     f.verdicts.push(format!(
-        "{}, {}: waiting per rank from {lo} to {hi} ranks: {}{}.",
+        "{}, {}: waiting per rank from {lo} to {hi} ranks: {}{}{}.",
         app_name(app),
         layout_name(k),
-        parts.join(", "),
+        parts.join("; "),
+        if all_too_few {
+            format!(" ({})", intervals::TOO_FEW)
+        } else {
+            String::new()
+        },
         if over {
             format!(" (at {hi} ranks the ranks share CPUs: part of that is waiting for a CPU)")
         } else {
@@ -1046,7 +1205,188 @@ mod tests {
         let v = verdicts(&data);
         assert!(
             v.iter().any(|s| s
-                == "LU, one rank per CPU: waiting per rank from 2 to 4 ranks: sigio 0.100 -> 0.200 s."),
+                == "LU, one rank per CPU: waiting per rank from 2 to 4 ranks: sigio 0.100 -> \
+                    0.200 s, 2.00x (95% CI 2.00–2.00x)."),
+            "{v:#?}"
+        );
+    }
+
+    /// `split(wait)` with the waiting of each sample spread by `rel`.
+    fn samples_waiting(values: &[f64], wait: f64, rel: f64) -> Vec<Sample> {
+        let mut out = samples(values, &split(wait));
+        let n = out.len();
+        for (i, s) in out.iter_mut().enumerate() {
+            let u = 2.0 * i as f64 / (n - 1) as f64 - 1.0;
+            let w = 2.0 * wait * (1.0 + rel * u);
+            s.extras.insert("wait_s".into(), w);
+            s.extras.insert("fault_s".into(), w + 2.0 * 0.01);
+        }
+        out
+    }
+
+    #[test]
+    fn a_cause_within_the_noise_is_not_claimed() {
+        // thr2 faster, its waiting lower by median but spread 50% a sample.
+        let data = run(vec![
+            (
+                point(0, Comm::Sigio, 2, 2, 1.0),
+                samples_waiting(&around(1.00, 0.01), 0.33, 0.5),
+            ),
+            (
+                point(1, Comm::Thr2, 2, 2, 1.0),
+                samples_waiting(&around(0.93, 0.01), 0.31, 0.5),
+            ),
+        ]);
+        let v = verdicts(&data);
+        let line = v
+            .iter()
+            .find(|s| s.starts_with("Thr2 was"))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            line.contains(
+                "the time split does not explain it: its largest difference, waiting time, is \
+                 within the noise (wait 0.329 s vs 0.351 s per rank, 95% CI of the difference -0.162 \
+                 to +0.118 s, against 0.070 s of wall time)."
+            ),
+            "{line}"
+        );
+        // Growing waiting: each mechanism's ratio has its interval.
+        let with = |n: usize, wait: f64| {
+            let mut p = point(n, Comm::Sigio, n, 1, 1.0);
+            p.index = n;
+            (p, samples_waiting(&around(1.0, 0.01), wait, 0.1))
+        };
+        let v = verdicts(&run(vec![with(2, 0.1), with(4, 0.4)]));
+        let s = v
+            .iter()
+            .find(|s| s.starts_with("LU, one rank per CPU: waiting"))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            s.starts_with(
+                "LU, one rank per CPU: waiting per rank from 2 to 4 ranks: sigio 0.101 -> 0.203 \
+                 s, 2.00x (95% CI 1."
+            ),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn too_few_samples_are_said_wherever_an_interval_is_missing() {
+        // Two samples of thr2 (the guest's case), eight of the others.
+        let data = run(vec![
+            (
+                point(0, Comm::Sigio, 4, 2, 1.0),
+                samples(&around(0.3731, 0.01), &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr1, 4, 2, 1.0),
+                samples(&around(0.45, 0.01), &split(0.3)),
+            ),
+            (
+                point(2, Comm::Thr2, 4, 2, 1.0),
+                samples(&[0.43, 0.44], &split(0.3)),
+            ),
+            (
+                point(3, Comm::Thr3, 4, 2, 1.0),
+                samples(&around(0.372, 0.01), &split(0.3)),
+            ),
+        ]);
+        let v = verdicts(&data);
+        let at = "LU at 4 ranks, two ranks per node";
+        let lead = v
+            .iter()
+            .find(|s| s.starts_with(&format!("{at}: ")))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            lead.starts_with(&format!(
+                "{at}: thr3 had the lowest median (372.0 ms), not distinguishable from sigio, \
+                 with too few samples to tell it from thr2; the others took "
+            )),
+            "{lead}"
+        );
+        assert!(
+            lead.contains("thr2 1.17x (too few samples for an interval)"),
+            "{lead}"
+        );
+        assert!(lead.contains("thr1 1.21x (95% CI 1."), "{lead}");
+        assert!(!lead.contains("(95% CIs)"), "{lead}");
+        assert!(
+            v.iter()
+                .any(|s| s.starts_with("Thr2 measured slower than sigio")
+                    && s.contains("but with too few samples for an interval: not a verdict")),
+            "{v:#?}"
+        );
+        // thr3 tied with thr2's... thr1 shown slower, thr3 tied, thr2 unjudged.
+        let paper = v
+            .iter()
+            .find(|s| s.starts_with("The paper's finding (threads faster"))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            paper.contains(
+                ": did not hold: thr1 slower than sigio; speed against sigio's: thr1 0.83x (95% \
+                 CI 0."
+            ) && paper.contains("thr2 0.86x (too few samples for an interval)"),
+            "{paper}"
+        );
+        let best = v
+            .iter()
+            .find(|s| s.starts_with("The paper's finding (thr2 the best"))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            best.ends_with(
+                ": not measurable here: too few samples for an interval against thr1 and thr3 \
+                 (thr2 1.03x thr1's speed, 0.86x thr3's; too few samples for an interval)."
+            ),
+            "{best}"
+        );
+        // thr3 shown faster than thr2 settles it, although thr1 against
+        // thr2 has no interval.
+        let v = verdicts(&run(vec![
+            (
+                point(0, Comm::Thr1, 4, 2, 1.0),
+                samples(&[0.45, 0.46], &split(0.3)),
+            ),
+            (
+                point(1, Comm::Thr2, 4, 2, 1.0),
+                samples(&around(0.43, 0.01), &split(0.3)),
+            ),
+            (
+                point(2, Comm::Thr3, 4, 2, 1.0),
+                samples(&around(0.372, 0.01), &split(0.3)),
+            ),
+        ]));
+        let best = v
+            .iter()
+            .find(|s| s.starts_with("The paper's finding (thr2 the best"))
+            .unwrap_or_else(|| panic!("{v:#?}"));
+        assert!(
+            best.contains(
+                ": did not hold: thr3 faster than thr2 (thr2 1.06x thr1's speed, too few samples \
+                 for an interval; 0.87x thr3's, 95% CI 0.8"
+            ),
+            "{best}"
+        );
+        // Every point with two samples: nothing judged, all said.
+        let two = |i: usize, c: Comm, t: f64| {
+            (point(i, c, 2, 1, 1.0), samples(&[t, t * 1.01], &split(0.3)))
+        };
+        let v = verdicts(&run(vec![
+            two(0, Comm::Sigio, 1.0),
+            two(1, Comm::Thr2, 1.1),
+        ]));
+        assert!(
+            v.iter().any(|s| s
+                == "LU at 2 ranks, one rank per CPU: sigio had the lowest median (1.005 s); the \
+                    others took thr2 1.10x (too few samples for an interval) of its time."),
+            "{v:#?}"
+        );
+        assert!(
+            v.iter().any(|s| s.starts_with(
+                "The paper's finding (threads slightly slower than sigio when a process has a \
+                 processor to itself) for LU at 2 ranks, one rank per CPU: not measurable here: \
+                 too few samples for an interval; speed against sigio's: thr2 0.91x (too few \
+                 samples for an interval)."
+            )),
             "{v:#?}"
         );
     }

@@ -24,6 +24,7 @@ pub mod chat_plan;
 pub mod comm_findings;
 pub mod comm_plan;
 pub mod findings;
+mod intervals;
 pub mod pairs_matrix;
 pub mod pairs_plan;
 pub mod planning;

@@ -8,6 +8,11 @@
 //! interval resamples each co-run's samples jointly (the two rates of one
 //! sample were measured together) and each alone measurement
 //! independently, [`smtlab_stats::BOOTSTRAP_RESAMPLES`] times, seeded.
+//!
+//! A WS whose interval lies wholly above 2.0 (no interference) is no
+//! gain from sharing: the alone runs were slowed, most often by the other
+//! co-runs of their wave ([`MeasuredMatrix::baseline_limits`] says which
+//! pairs, and what to do).
 
 use std::collections::BTreeMap;
 
@@ -23,9 +28,91 @@ pub struct MeasuredMatrix {
     pub ci: Vec<Vec<Option<(f64, f64)>>>,
     /// Each program's median rate alone (`None`: no successful sample).
     pub alone: Vec<Option<f64>>,
+    /// For each program, the most co-runs (slots, its own included) of a
+    /// wave its alone samples ran in: 1 when it ran alone on the machine
+    /// (`--at-once 1`), 0 when it has no alone sample.
+    pub alone_wave: Vec<usize>,
 }
 
 impl MeasuredMatrix {
+    /// What the matrix shows about its own baselines: a WS above 2.0 with
+    /// its 95% interval wholly above it cannot come from sharing (2.0 is no
+    /// interference at all), so the alone runs of those programs were
+    /// slowed, by the other co-runs of their wave where there were any.
+    /// Names the pairs, says why and what to do (`--at-once 1`); a WS
+    /// above 2.0 with too few samples for an interval is named apart.
+    pub fn baseline_limits(&self) -> Vec<String> {
+        let n = self.names.len();
+        let pair = |i: usize, j: usize| format!("{}+{}", self.names[i], self.names[j]);
+        let (mut above, mut unjudged) = (Vec::new(), Vec::new());
+        let mut programs: Vec<usize> = Vec::new();
+        for i in 0..n {
+            for j in i..n {
+                match (self.ws[i][j], self.ci[i][j]) {
+                    (Some(v), Some((lo, hi))) if lo > 2.0 => {
+                        above.push(format!("{} {v:.2} (95% CI {lo:.2}–{hi:.2})", pair(i, j)));
+                        programs.extend([i, j]);
+                    }
+                    (Some(v), None) if v > 2.0 => {
+                        unjudged.push(format!("{} {v:.2}", pair(i, j)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        programs.sort_unstable();
+        programs.dedup();
+        let mut out = Vec::new();
+        if !above.is_empty() {
+            let shared: Vec<usize> = programs
+                .iter()
+                .copied()
+                .filter(|&i| self.alone_wave[i] > 1)
+                .collect();
+            let names = |ids: &[usize]| {
+                ids.iter()
+                    .map(|&i| self.names[i].as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let cause = if shared.is_empty() {
+                "Their alone runs ran one co-run at a time, so something outside the study \
+                 slowed them (other load on the machine, frequency changes, virtual CPUs \
+                 sharing host threads): measure again on a quiet machine."
+                    .to_string()
+            } else {
+                let width = shared
+                    .iter()
+                    .map(|&i| self.alone_wave[i])
+                    .max()
+                    .unwrap_or(1);
+                format!(
+                    "The alone runs of {} ran in waves of up to {width} co-runs at once on other \
+                     PUs (--at-once, by default every slot the machine has), which slowed them \
+                     (as on a virtual machine whose CPUs share host threads, or through shared \
+                     memory bandwidth): these WS, and the pairings built on them, are inflated. \
+                     Measure with --at-once 1, one co-run at a time.",
+                    names(&shared)
+                )
+            };
+            out.push(format!(
+                "The 95% interval of WS lies wholly above 2.0 (no interference at all) for {}: a \
+                 program cannot run faster beside a partner than alone, so the alone runs of {} \
+                 were slowed. {cause}",
+                above.join(", "),
+                names(&programs)
+            ));
+        }
+        if !unjudged.is_empty() {
+            out.push(format!(
+                "WS above 2.0 for {}, with too few samples for an interval: if it holds, the \
+                 alone runs were slowed (measure with --at-once 1 and more samples).",
+                unjudged.join(", ")
+            ));
+        }
+        out
+    }
+
     /// The cells without a value, as `a+b` names.
     pub fn missing(&self) -> Vec<String> {
         let n = self.names.len();
@@ -45,6 +132,7 @@ impl MeasuredMatrix {
 pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredMatrix {
     let mut names: Vec<String> = Vec::new();
     let mut alone: Vec<Vec<f64>> = Vec::new();
+    let mut alone_wave: Vec<usize> = Vec::new();
     // (i, j) with i <= j: per sample (rate of i, rate of j).
     let mut pairs: BTreeMap<(usize, usize), Vec<(f64, f64)>> = BTreeMap::new();
     let index_of = |name: &str, names: &mut Vec<String>, alone: &mut Vec<Vec<f64>>| {
@@ -62,6 +150,7 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
             .iter()
             .map(|p| index_of(&p.name, &mut names, &mut alone))
             .collect();
+        alone_wave.resize(names.len(), 0);
         let slots: Vec<usize> = {
             let mut s: Vec<usize> = parts.iter().map(|p| p.slot).collect();
             s.dedup();
@@ -80,6 +169,8 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
                     [k] => {
                         if let Some(r) = rate(*k) {
                             alone[ids[*k]].push(r);
+                            let w = &mut alone_wave[ids[*k]];
+                            *w = (*w).max(slots.len());
                         }
                     }
                     [k1, k2] => {
@@ -148,6 +239,7 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
         ws,
         ci,
         alone: alone_med,
+        alone_wave,
     }
 }
 
@@ -254,5 +346,101 @@ mod tests {
         assert!((m.ws[1][2].unwrap() - (0.5 + 0.5)).abs() < 1e-12);
         // One sample: no interval.
         assert_eq!(m.ci[1][2], None);
+    }
+
+    /// Samples of `rates` (one per part), the first rate spread by ±`rel`.
+    fn spread(rates: &[f64], rel: f64, n: usize) -> Vec<Sample> {
+        (0..n)
+            .map(|i| {
+                let u = 2.0 * i as f64 / (n - 1).max(1) as f64 - 1.0;
+                let r: Vec<f64> = rates.iter().map(|r| r * (1.0 + rel * u)).collect();
+                sample(i, &r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ws_above_two_names_its_pairs_and_says_to_measure_one_at_a_time() {
+        // The guest's case: s alone beside t alone in one wave (each
+        // slowed to 10), s+s at 38 each: WS 7.6; t+t 0.9 + 0.9.
+        let alone = point(0, vec![part("s", 0), part("t", 1)]);
+        let ss = point(
+            1,
+            vec![part("s", 0), part("s", 0), part("t", 1), part("t", 1)],
+        );
+        let m = measured_matrix(
+            &[
+                (alone, spread(&[10.0, 10.0], 0.02, 5)),
+                (ss, spread(&[38.0, 38.0, 9.0, 9.0], 0.02, 5)),
+            ],
+            1,
+        );
+        assert_eq!(m.alone_wave, [2, 2]);
+        let limits = m.baseline_limits();
+        assert_eq!(limits.len(), 1, "{limits:?}");
+        let l = &limits[0];
+        assert!(
+            l.starts_with(
+                "The 95% interval of WS lies wholly above 2.0 (no interference at all) for s+s \
+                 7.60 (95% CI 7."
+            ),
+            "{l}"
+        );
+        assert!(!l.contains("t+t"), "{l}");
+        assert!(l.contains("so the alone runs of s were slowed"), "{l}");
+        assert!(
+            l.contains("The alone runs of s ran in waves of up to 2 co-runs at once"),
+            "{l}"
+        );
+        assert!(
+            l.ends_with("Measure with --at-once 1, one co-run at a time."),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn ws_above_two_measured_one_at_a_time_or_without_an_interval() {
+        // --at-once 1: each alone run by itself; still above 2.0.
+        let a = point(0, vec![part("s", 0)]);
+        let ss = point(1, vec![part("s", 0), part("s", 0)]);
+        let m = measured_matrix(
+            &[
+                (a.clone(), spread(&[10.0], 0.02, 5)),
+                (ss.clone(), spread(&[15.0, 15.0], 0.02, 5)),
+            ],
+            1,
+        );
+        assert_eq!(m.alone_wave, [1]);
+        let l = m.baseline_limits();
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert!(l[0].contains("s+s 3.00 (95% CI"), "{l:?}");
+        assert!(
+            l[0].contains("Their alone runs ran one co-run at a time, so something outside"),
+            "{l:?}"
+        );
+        assert!(!l[0].contains("--at-once 1"), "{l:?}");
+        // An interval that reaches 2.0: nothing to warn of.
+        let m = measured_matrix(
+            &[
+                (a.clone(), spread(&[10.0], 0.3, 5)),
+                (ss.clone(), spread(&[11.0, 11.0], 0.3, 5)),
+            ],
+            1,
+        );
+        assert!(m.ci[0][0].unwrap().0 <= 2.0, "{:?}", m.ci);
+        assert_eq!(m.baseline_limits(), Vec::<String>::new());
+        // Two samples: above 2.0 but no interval, said so.
+        let m = measured_matrix(
+            &[
+                (a, spread(&[10.0], 0.02, 2)),
+                (ss, spread(&[15.0, 15.0], 0.02, 2)),
+            ],
+            1,
+        );
+        assert_eq!(
+            m.baseline_limits(),
+            ["WS above 2.0 for s+s 3.00, with too few samples for an interval: if it holds, the \
+              alone runs were slowed (measure with --at-once 1 and more samples)."]
+        );
     }
 }

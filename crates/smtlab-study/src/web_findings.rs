@@ -9,6 +9,8 @@ use smtlab_analyse::units::table_value;
 use smtlab_topology::Topology;
 use smtlab_types::{Model, Program, Table};
 
+use crate::intervals::{self, Reading};
+
 /// The web study's part of the findings (added to the study's
 /// [`Findings`](crate::Findings) by `findings.rs`).
 #[derive(Debug, Clone, Default)]
@@ -180,8 +182,10 @@ fn table(servers: &[&PointData], f: &mut WebFindings) {
 }
 
 /// Which architecture served the most at one placement and N, the others
-/// as fractions of it; smtlab's event loop against nginx; and the paper's
-/// ranking checked where all four architectures were measured.
+/// as fractions of it (each with its 95% interval, or too few samples for
+/// one); smtlab's event loop against nginx; and the paper's ranking checked
+/// where all four architectures were measured, each half of it (event
+/// fastest, staged slowest) judged on its own.
 fn ranking(here: &[&PointData], n: usize, cpus: &str, seed: u64, f: &mut WebFindings) {
     let web: Vec<&PointData> = here
         .iter()
@@ -199,53 +203,78 @@ fn ranking(here: &[&PointData], n: usize, cpus: &str, seed: u64, f: &mut WebFind
             .copied()
             .max_by(|a, b| median(a).partial_cmp(&median(b)).expect("finite medians"))
             .expect("two or more");
-        let mut others = Vec::new();
+        let mut items = Vec::new();
+        let (mut tied, mut contrary, mut unjudged) = (Vec::new(), Vec::new(), Vec::new());
         for p in web.iter().copied().filter(|p| !std::ptr::eq(*p, best)) {
             if let Some(v) = verdict::compare(p, best, &label(p), &label(best), &at, seed) {
-                let ci = v
-                    .ci95
-                    .map(|(lo, hi)| format!(" [{lo:.2}–{hi:.2}]"))
-                    .unwrap_or_default();
-                others.push(format!(
-                    "{} {:.2}x{ci}",
-                    p.summary.point.model, v.speed_ratio
-                ));
+                let e = intervals::from_verdict(&v, p, best);
+                let model = p.summary.point.model.to_string();
+                match e.ratio_reading() {
+                    Reading::Below => {}
+                    Reading::None(_) => unjudged.push(model),
+                    Reading::Within => tied.push(model),
+                    // A percentile interval need not hold its median.
+                    Reading::Above => contrary.push(model),
+                }
+                items.push((format!("{} {:.2}x", p.summary.point.model, e.value), e));
             }
         }
-        f.verdicts.push(format!(
-            "With {at}: the {} architecture served the most, {}; the others served {} of that \
-             (95% CIs).",
-            best.summary.point.model,
-            table_value(median(best).unwrap_or(0.0), &best.summary.point.metric.unit),
-            others.join(", ")
-        ));
+        let value = table_value(median(best).unwrap_or(0.0), &best.summary.point.metric.unit);
+        let mut but = Vec::new();
+        if !tied.is_empty() {
+            but.push(format!(
+                "not distinguishable from {}",
+                intervals::and_list(&tied)
+            ));
+        }
+        if !contrary.is_empty() {
+            but.push(format!(
+                "not shown to serve more than {}",
+                intervals::and_list(&contrary)
+            ));
+        }
+        // Where no comparison has an interval, the list says so once.
+        if !unjudged.is_empty() && unjudged.len() < items.len() {
+            but.push(format!(
+                "with too few samples to tell it from {}",
+                intervals::and_list(&unjudged)
+            ));
+        }
+        let lead = if but.is_empty() && unjudged.is_empty() {
+            format!("served the most, {value}")
+        } else if but.is_empty() {
+            format!("served the most by median, {value}")
+        } else {
+            format!(
+                "served the most by median, {value}, but {}",
+                but.join(" and ")
+            )
+        };
+        if !items.is_empty() {
+            f.verdicts.push(format!(
+                "With {at}: the {} architecture {lead}; the others served {} of that.",
+                best.summary.point.model,
+                intervals::list_with_cis(&items)
+            ));
+        }
         let by = |m: Model| web.iter().copied().find(|p| p.summary.point.model == m);
         if let (Some(event), Some(process), Some(staged)) =
             (by(Model::Event), by(Model::Process), by(Model::Staged))
         {
             if web.len() == 4 {
-                let slowest = web
-                    .iter()
-                    .copied()
-                    .min_by(|a, b| median(a).partial_cmp(&median(b)).expect("finite medians"))
-                    .expect("four");
-                let ratio = median(event).unwrap_or(0.0) / median(process).unwrap_or(1.0);
-                let fastest_event = std::ptr::eq(best, event);
-                let slowest_staged = std::ptr::eq(slowest, staged);
+                let against_process =
+                    verdict::compare(event, process, "event", "process", &at, seed)
+                        .map(|v| {
+                            let e = intervals::from_verdict(&v, event, process);
+                            format!("{:.2}x process ({}", e.value, e.ci_x())
+                        })
+                        .unwrap_or_else(|| "an unknown multiple of process (no ratio".to_string());
                 f.verdicts.push(format!(
                     "The paper found the event-driven server fastest (Flash 1.5–2.5x Apache) and \
-                     the staged one slowest; with {at} here, event served {ratio:.2}x process \
-                     (Apache prefork's architecture), {} and {}.",
-                    if fastest_event {
-                        "event was the fastest".to_string()
-                    } else {
-                        format!("the fastest was {}", best.summary.point.model)
-                    },
-                    if slowest_staged {
-                        "staged the slowest, as in the paper".to_string()
-                    } else {
-                        format!("the slowest was {}", slowest.summary.point.model)
-                    }
+                     the staged one slowest; with {at} here, event served {against_process}; \
+                     process is Apache prefork's architecture); {}; {}.",
+                    paper_extreme(event, &web, Extreme::Fastest, &at, seed),
+                    paper_extreme(staged, &web, Extreme::Slowest, &at, seed),
                 ));
             }
         }
@@ -262,6 +291,138 @@ fn ranking(here: &[&PointData], n: usize, cpus: &str, seed: u64, f: &mut WebFind
     }
 }
 
+/// The half of the paper's ranking one architecture stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extreme {
+    Fastest,
+    Slowest,
+}
+
+impl Extreme {
+    fn word(self) -> &'static str {
+        match self {
+            Extreme::Fastest => "fastest",
+            Extreme::Slowest => "slowest",
+        }
+    }
+
+    /// `highest` or `lowest` median.
+    fn end(self) -> &'static str {
+        match self {
+            Extreme::Fastest => "highest",
+            Extreme::Slowest => "lowest",
+        }
+    }
+
+    /// How another architecture's speed over the extreme one's reads when
+    /// the extreme is significant: below it for the fastest, above it for
+    /// the slowest.
+    fn others_read(self) -> Reading {
+        match self {
+            Extreme::Fastest => Reading::Below,
+            Extreme::Slowest => Reading::Above,
+        }
+    }
+}
+
+/// Whether `target` (event, staged) was the fastest (slowest) of `web`, as
+/// the paper found: said as held, did not hold, not confirmed (an interval
+/// that includes no difference) or not judged (too few samples), with the
+/// ratio and interval it rests on.
+fn paper_extreme(
+    target: &PointData,
+    web: &[&PointData],
+    extreme: Extreme,
+    at: &str,
+    seed: u64,
+) -> String {
+    let name = target.summary.point.model.to_string();
+    let (word, end) = (extreme.word(), extreme.end());
+    let by_median = |a: &&PointData, b: &&PointData| {
+        median(a)
+            .unwrap_or(f64::NAN)
+            .total_cmp(&median(b).unwrap_or(f64::NAN))
+    };
+    let ext = match extreme {
+        Extreme::Fastest => web.iter().copied().max_by(by_median),
+        Extreme::Slowest => web.iter().copied().min_by(by_median),
+    }
+    .expect("four architectures");
+    let speed = |a: &PointData, b: &PointData| {
+        verdict::compare(a, b, &label(a), &label(b), at, seed)
+            .map(|v| intervals::from_verdict(&v, a, b))
+    };
+    if !std::ptr::eq(ext, target) {
+        let other = ext.summary.point.model.to_string();
+        let Some(e) = speed(target, ext) else {
+            return format!("the {word} was {other}; {name} could not be compared with it");
+        };
+        return match e.ratio_reading() {
+            r if r == extreme.others_read() => format!(
+                "the paper's '{name} {word}' did not hold: {name} served {:.2}x of {other}'s \
+                 requests/s ({}; {other} had the {end} median)",
+                e.value,
+                e.ci_x()
+            ),
+            Reading::None(_) => format!(
+                "{other} had the {end} median ({name} served {:.2}x of it, {}): whether {name} \
+                 was the {word}, as the paper found, cannot be judged",
+                e.value,
+                e.ci_x()
+            ),
+            _ => format!(
+                "{other} had the {end} median, but {name} served {} of it: the paper's \
+                 '{name} {word}' is neither confirmed nor contradicted here",
+                e.x_with_ci()
+            ),
+        };
+    }
+    let others: Vec<(String, intervals::Estimate)> = web
+        .iter()
+        .copied()
+        .filter(|p| !std::ptr::eq(*p, target))
+        .filter_map(|p| Some((p.summary.point.model.to_string(), speed(p, target)?)))
+        .collect();
+    let expected = extreme.others_read();
+    let unjudged: Vec<String> = others
+        .iter()
+        .filter(|(_, e)| matches!(e.ratio_reading(), Reading::None(_)))
+        .map(|(m, _)| m.clone())
+        .collect();
+    let unconfirmed: Vec<&(String, intervals::Estimate)> = others
+        .iter()
+        .filter(|(_, e)| !matches!(e.ratio_reading(), Reading::None(_)))
+        .filter(|(_, e)| e.ratio_reading() != expected)
+        .collect();
+    if let Some((m, e)) = unconfirmed.first() {
+        return format!(
+            "{name} had the {end} median, but {m} served {} of it: the paper's '{name} {word}' \
+             is not confirmed here",
+            e.x_with_ci()
+        );
+    }
+    if !unjudged.is_empty() {
+        return format!(
+            "{name} had the {end} median, but with too few samples for an interval against {}: \
+             whether it was the {word}, as the paper found, cannot be judged",
+            intervals::and_list(&unjudged)
+        );
+    }
+    // Every other architecture on the expected side: the closest one says
+    // by how much.
+    let closest = others
+        .iter()
+        .min_by(|a, b| (a.1.value - 1.0).abs().total_cmp(&(b.1.value - 1.0).abs()));
+    match closest {
+        Some((m, e)) => format!(
+            "{name} was the {word}, as the paper found (the closest, {m}, served {:.2}x of it, {})",
+            e.value,
+            e.ci_x()
+        ),
+        None => format!("{name} had the {end} median"),
+    }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -270,10 +431,28 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
+/// A gain over one worker: `+27.5% (95% CI +16.4% to +37.5%)`, with an
+/// interval that includes no gain said as such, or too few samples.
+fn gain_text(e: &intervals::Estimate) -> String {
+    let pct = |r: f64| (r - 1.0) * 100.0;
+    let ci = match (e.ci, e.ratio_reading()) {
+        (Ok((lo, hi)), Reading::Within) => format!(
+            "95% CI {:+.1}% to {:+.1}%: no significant change",
+            pct(lo),
+            pct(hi)
+        ),
+        (Ok((lo, hi)), _) => format!("95% CI {:+.1}% to {:+.1}%", pct(lo), pct(hi)),
+        (Err(why), _) => why.text().to_string(),
+    };
+    format!("{:+.1}% ({ci})", pct(e.value))
+}
+
 /// Per architecture: what two SMT siblings of one core serve against one
-/// worker, and what two cores serve, and the first gain as a share of the
-/// second (the paper: SMT +12–32% for Apache, a quarter to two fifths of a
-/// second processor's gain).
+/// worker, and what two cores serve, each with its 95% interval; and the
+/// first gain as a share of the second with its own bootstrap interval,
+/// only where two cores' gain is known to be above zero (the paper: SMT
+/// +12–32% for Apache, a quarter to two fifths of a second processor's
+/// gain).
 fn smt_against_cores(servers: &[&PointData], topo: &Topology, seed: u64, f: &mut WebFindings) {
     let core_of = |cpu: u32| topo.cores.iter().position(|c| c.cpus.contains(cpu));
     let shares_core = |p: &PointData| {
@@ -310,28 +489,54 @@ fn smt_against_cores(servers: &[&PointData], topo: &Topology, seed: u64, f: &mut
         else {
             continue;
         };
-        let gain = |r: f64| (r - 1.0) * 100.0;
-        let ci = |c: Option<(f64, f64)>| {
-            c.map(|(lo, hi)| format!(" (95% CI {:+.1}% to {:+.1}%)", gain(lo), gain(hi)))
-                .unwrap_or_default()
-        };
+        let e_smt = intervals::from_verdict(&v_smt, smt, one);
         let mut s = format!(
-            "{name}: two SMT siblings of one core served {:+.1}%{} against one worker",
-            gain(v_smt.speed_ratio),
-            ci(v_smt.ci95)
+            "{name}: two SMT siblings of one core served {} against one worker",
+            gain_text(&e_smt)
         );
-        if let Some(v_core) =
-            cores.and_then(|c| verdict::compare(c, one, "two cores", "one worker", &name, seed))
-        {
-            let share = (v_smt.speed_ratio - 1.0) / (v_core.speed_ratio - 1.0);
-            s.push_str(&format!(
-                ", two cores {:+.1}%{}",
-                gain(v_core.speed_ratio),
-                ci(v_core.ci95)
-            ));
-            if v_core.speed_ratio > 1.0 && share.is_finite() {
-                s.push_str(&format!(": SMT gave {share:.2} of a second core's gain"));
-            }
+        if let Some((cores, v_core)) = cores.and_then(|c| {
+            Some((
+                c,
+                verdict::compare(c, one, "two cores", "one worker", &name, seed)?,
+            ))
+        }) {
+            let e_core = intervals::from_verdict(&v_core, cores, one);
+            s.push_str(&format!(", two cores {}", gain_text(&e_core)));
+            let share = match e_core.ratio_reading() {
+                Reading::Above => intervals::gain_share(
+                    &smt.values,
+                    &cores.values,
+                    &one.values,
+                    one.summary.point.metric.higher_is_better,
+                    seed,
+                )
+                .map_or(
+                    "SMT's share of a second core's gain could not be computed".to_string(),
+                    |e| match e.ci {
+                        Ok((lo, hi)) => format!(
+                            "SMT gave {:.2} (95% CI {lo:.2}–{hi:.2}) of a second core's gain",
+                            e.value
+                        ),
+                        Err(why) => format!(
+                            "SMT gave {:.2} ({}) of a second core's gain",
+                            e.value,
+                            why.text()
+                        ),
+                    },
+                ),
+                Reading::Within => "two cores' gain is not distinguishable from none, so what \
+                                    share of it SMT gave cannot be judged"
+                    .to_string(),
+                Reading::Below => "two cores served less than one worker: there is no second \
+                                   core's gain to set SMT's against"
+                    .to_string(),
+                Reading::None(why) => format!(
+                    "what share of two cores' gain SMT gave cannot be judged: {}",
+                    why.text()
+                ),
+            };
+            s.push_str(": ");
+            s.push_str(&share);
         }
         s.push_str(" (the paper: SMT +12–32% for Apache, a quarter to two fifths of a second processor's gain).");
         f.verdicts.push(s);
@@ -376,6 +581,291 @@ fn limits(servers: &[&PointData], f: &mut WebFindings) {
             "L1-I and L1-D misses and CPI per request (the paper's Table 3) are not shown: \
              counters were off (--no-counters)."
                 .to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_analyse::summary::summarize_point;
+    use smtlab_types::{Metric, Mode, Point, ResourceUsage, Sample, SampleStatus, Spawn};
+
+    fn point(index: usize, server: &str, model: Model, placement: &str, cpus: &[u32]) -> Point {
+        Point {
+            index,
+            program: Program::Server {
+                server: server.into(),
+                params: Default::default(),
+            },
+            model,
+            spawn: Spawn::Exec,
+            placement: placement.into(),
+            workers: cpus.len(),
+            cpus: Some(cpus.to_vec()),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "requests".into(),
+                unit: "req/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    /// A point measured with these requests/s, one sample each.
+    fn data(point: Point, values: &[f64]) -> PointData {
+        let samples: Vec<Sample> = values
+            .iter()
+            .enumerate()
+            .map(|(seq, &v)| Sample {
+                seq,
+                warmup: false,
+                status: SampleStatus::Ok,
+                reason: None,
+                started_at: 0.0,
+                wall_s: 1.0,
+                ops: None,
+                metric: Some(v),
+                usage: ResourceUsage::default(),
+                counters: Vec::new(),
+                workers: Vec::new(),
+                extras: Default::default(),
+            })
+            .collect();
+        let summary = summarize_point(point.index as i64 + 1, point, &samples, 7);
+        PointData {
+            summary,
+            values: values.to_vec(),
+        }
+    }
+
+    /// `n` values around `center`, spread by `rel` either side.
+    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let u = if n == 1 {
+                    0.0
+                } else {
+                    2.0 * i as f64 / (n - 1) as f64 - 1.0
+                };
+                center * (1.0 + rel * u)
+            })
+            .collect()
+    }
+
+    fn verdicts(points: &[PointData]) -> Vec<String> {
+        let topo = smtlab_topology::synthetic::parse("core:4 pu:2").unwrap();
+        let mut f = WebFindings::default();
+        web(points, &topo, 7, &mut f);
+        f.verdicts
+    }
+
+    fn four(centers: [f64; 4], rel: f64, n: usize) -> Vec<PointData> {
+        [Model::Process, Model::Thread, Model::Event, Model::Staged]
+            .into_iter()
+            .zip(centers)
+            .enumerate()
+            .map(|(i, (m, c))| data(point(i, "web", m, "compact", &[0]), &around(c, rel, n)))
+            .collect()
+    }
+
+    fn find<'a>(v: &'a [String], start: &str) -> &'a str {
+        v.iter()
+            .find(|s| s.starts_with(start))
+            .unwrap_or_else(|| panic!("{start}: {v:#?}"))
+    }
+
+    #[test]
+    fn the_fastest_and_the_paper_are_said_with_their_intervals() {
+        let v = verdicts(&four([1000.0, 1100.0, 1500.0, 700.0], 0.02, 8));
+        let lead = find(&v, "With 1 worker on CPU 0: ");
+        assert!(
+            lead.starts_with(
+                "With 1 worker on CPU 0: the event architecture served the most, 1.500 kreq/s; \
+                 the others served process 0.67x (95% CI "
+            ),
+            "{lead}"
+        );
+        assert!(lead.contains("staged 0.47x (95% CI 0."), "{lead}");
+        assert!(!lead.contains("(95% CIs)"), "{lead}");
+        let paper = find(&v, "The paper found");
+        assert!(
+            paper.contains("event served 1.50x process (95% CI 1.4"),
+            "{paper}"
+        );
+        assert!(
+            paper.contains(
+                "event was the fastest, as the paper found (the closest, thread, served 0.73x of \
+                 it, 95% CI 0.7"
+            ),
+            "{paper}"
+        );
+        assert!(
+            paper.contains(
+                "staged was the slowest, as the paper found (the closest, process, served 1.43x \
+                 of it, 95% CI 1."
+            ),
+            "{paper}"
+        );
+    }
+
+    #[test]
+    fn the_paper_not_holding_names_the_part_that_did_not() {
+        // The guest's case: thread fastest, staged slowest.
+        let v = verdicts(&four([1000.0, 1300.0, 1100.0, 700.0], 0.02, 8));
+        let paper = find(&v, "The paper found");
+        assert!(
+            paper.contains(
+                "the paper's 'event fastest' did not hold: event served 0.85x of thread's \
+                 requests/s (95% CI 0.8"
+            ),
+            "{paper}"
+        );
+        assert!(
+            paper.contains("staged was the slowest, as the paper found"),
+            "{paper}"
+        );
+        assert!(
+            paper.contains("; thread had the highest median)"),
+            "{paper}"
+        );
+        assert!(!paper.contains("as in the paper"), "{paper}");
+        // Event and thread within the noise of each other: neither way.
+        let v = verdicts(&four([1000.0, 1110.0, 1100.0, 700.0], 0.1, 8));
+        let lead = find(&v, "With 1 worker on CPU 0: ");
+        assert!(
+            lead.contains("served the most by median, 1.110 kreq/s, but not distinguishable from"),
+            "{lead}"
+        );
+        assert!(lead.contains("event"), "{lead}");
+        let paper = find(&v, "The paper found");
+        assert!(
+            paper.contains("thread had the highest median, but event served 0.99x (95% CI 0.9")
+                && paper.contains(
+                    "the paper's 'event fastest' is neither confirmed nor contradicted here"
+                ),
+            "{paper}"
+        );
+    }
+
+    #[test]
+    fn two_samples_are_too_few_and_say_so() {
+        let v = verdicts(&four([1000.0, 1100.0, 1500.0, 700.0], 0.02, 2));
+        let lead = find(&v, "With 1 worker on CPU 0: ");
+        assert_eq!(
+            lead,
+            "With 1 worker on CPU 0: the event architecture served the most by median, 1.500 \
+             kreq/s; the others served process 0.67x, thread 0.73x, staged 0.47x (too few \
+             samples for an interval) of that."
+        );
+        let paper = find(&v, "The paper found");
+        assert!(
+            paper.contains("event served 1.50x process (too few samples for an interval;"),
+            "{paper}"
+        );
+        assert!(
+            paper.contains(
+                "event had the highest median, but with too few samples for an interval against \
+                 process, thread and staged: whether it was the fastest, as the paper found, \
+                 cannot be judged"
+            ),
+            "{paper}"
+        );
+        assert!(paper.contains("whether it was the slowest"), "{paper}");
+        // Process with two samples, the others with eight: only process
+        // is not judged, and the lead says so.
+        let mut points = four([1000.0, 1100.0, 1500.0, 700.0], 0.02, 8);
+        points[0] = data(
+            point(0, "web", Model::Process, "compact", &[0]),
+            &around(1000.0, 0.02, 2),
+        );
+        let v = verdicts(&points);
+        let lead = find(&v, "With 1 worker on CPU 0: ");
+        assert!(
+            lead.starts_with(
+                "With 1 worker on CPU 0: the event architecture served the most by median, 1.500 \
+                 kreq/s, but with too few samples to tell it from process; the others served \
+                 process 0.67x (too few samples for an interval), thread 0.73x (95% CI 0."
+            ),
+            "{lead}"
+        );
+        let paper = find(&v, "The paper found");
+        assert!(
+            paper.contains(
+                "event had the highest median, but with too few samples for an interval against \
+                 process: whether it was the fastest"
+            ),
+            "{paper}"
+        );
+    }
+
+    /// One worker on CPU 0, two SMT siblings of core 0, two cores.
+    fn smt_points(one: &[f64], smt: &[f64], cores: &[f64]) -> Vec<PointData> {
+        vec![
+            data(point(0, "web", Model::Process, "compact", &[0]), one),
+            data(point(1, "web", Model::Process, "compact", &[0, 1]), smt),
+            data(point(2, "web", Model::Process, "core", &[0, 2]), cores),
+        ]
+    }
+
+    #[test]
+    fn smt_against_a_second_core_is_a_share_with_its_interval() {
+        let topo = smtlab_topology::synthetic::parse("core:4 pu:2").unwrap();
+        assert!(topo.cores[0].cpus.contains(1) && !topo.cores[0].cpus.contains(2));
+        let v = verdicts(&smt_points(
+            &around(1000.0, 0.01, 8),
+            &around(1250.0, 0.01, 8),
+            &around(2000.0, 0.01, 8),
+        ));
+        let s = find(&v, "web process: ");
+        assert!(
+            s.starts_with("web process: two SMT siblings of one core served +25.0% (95% CI +2"),
+            "{s}"
+        );
+        assert!(s.contains(", two cores +100.0% (95% CI +9"), "{s}");
+        assert!(
+            s.contains(": SMT gave 0.25 (95% CI 0.24–0.26) of a second core's gain (the paper:"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn a_share_of_gains_within_the_noise_is_not_judged() {
+        // The guest's case: both gains' intervals include zero.
+        let v = verdicts(&smt_points(
+            &around(1000.0, 0.3, 3),
+            &around(1275.0, 0.3, 3),
+            &around(1176.0, 0.3, 3),
+        ));
+        let s = find(&v, "web process: ");
+        assert!(
+            s.contains("served +27.5% (95% CI ") && s.contains(": no significant change)"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                ": two cores' gain is not distinguishable from none, so what share of it SMT \
+                 gave cannot be judged (the paper:"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("SMT gave 1."), "{s}");
+        // Two samples: no interval, said.
+        let v = verdicts(&smt_points(
+            &around(1000.0, 0.01, 2),
+            &around(1250.0, 0.01, 2),
+            &around(2000.0, 0.01, 2),
+        ));
+        let s = find(&v, "web process: ");
+        assert_eq!(
+            s,
+            "web process: two SMT siblings of one core served +25.0% (too few samples for an \
+             interval) against one worker, two cores +100.0% (too few samples for an interval): \
+             what share of two cores' gain SMT gave cannot be judged: too few samples for an \
+             interval (the paper: SMT +12–32% for Apache, a quarter to two fifths of a second \
+             processor's gain)."
         );
     }
 }
