@@ -289,6 +289,8 @@ pub(crate) fn build(input: &ReportInput) -> (Vec<ChartSpec>, Vec<String>) {
             );
         }
 
+        crate::smt_charts::smt_chart(input, program, &mut add);
+
         // Thread against process model.
         if let Some(bars) = verdict_groups.get(program) {
             let (title, plot) = models_plot(program, bars);

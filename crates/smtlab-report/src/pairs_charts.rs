@@ -1,8 +1,9 @@
 //! The charts of a pairs analysis: the distribution of random schedules'
 //! speedup as a CDF with the exact best and worst marked (like Ruan et
 //! al.'s Figure 1), the band a re-randomizing scheduler narrows to over 1
-//! to 64 periods, and a heatmap of the matrix (drawn here: the line and bar
-//! plots of `draw` have no grid of cells); and the HTML section that shows
+//! to 64 periods, and a heatmap of the matrix (drawn here, with its
+//! continuous colour scale: `draw`'s grid of cells, the placement map's,
+//! shows counts); and the HTML section that shows
 //! them with the verdict, the schedules and the tables ([`pairs_html`]).
 //!
 //! The study's report (`write_report`) takes the two line charts

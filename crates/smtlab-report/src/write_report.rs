@@ -1,16 +1,18 @@
-//! [`write_report`]: the charts drawn once, the notes gathered once, then
-//! every writer in a fixed order. Uses every writer, `charts`,
-//! `chart_files`, `input` and `error`.
+//! [`write_report`]: the charts drawn once (the placement map first, then
+//! the run's own), the notes gathered once, then every writer in a fixed
+//! order. Uses every writer, the chart modules, `chart_files`, `input` and
+//! `error`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::charts::ChartSpec;
 use crate::error::ReportError;
 use crate::input::ReportInput;
 use crate::writer::{Rendered, Writer};
 use crate::{
-    chart_files, charts, chat_charts, comm_charts, pairs_charts, report_html, results_json,
-    samples_csv, summary_md,
+    chart_files, charts, chat_charts, comm_charts, pairs_charts, placement_charts, report_html,
+    results_json, samples_csv, summary_md,
 };
 
 /// What [`write_report`] wrote.
@@ -44,7 +46,7 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
 
     // A pairs study's points are co-runs, not a sweep over N: its charts
     // are the pairings'.
-    let (specs, chart_notes) = match input.pairs {
+    let (mut specs, mut chart_notes) = match input.pairs {
         Some(a) => (pairs_charts::specs(a), Vec::new()),
         // A chat sweep is over connections, not N.
         None if chat_charts::applies(input.points) => {
@@ -57,6 +59,20 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
         }
         None => charts::build(input),
     };
+    // Where each configuration ran, first, whatever the run: what its
+    // placements meant on its machine.
+    if let Some(m) = placement_charts::placement_map(input, &mut chart_notes) {
+        specs.insert(
+            0,
+            ChartSpec {
+                name: placement_charts::NAME.into(),
+                program: placement_charts::GROUP.into(),
+                title: m.title,
+                caption: m.caption,
+                plot: m.plot,
+            },
+        );
+    }
     let (drawn, chart_files) = chart_files::draw_all(specs, &chart_dir)?;
 
     // A point that fell short of --min-samples says so in every format.

@@ -2,7 +2,8 @@
 //! written from synthetic data, and the test checks that the page loads,
 //! logs nothing to the console (no script error, no Content-Security-Policy
 //! violation, which is what any attempt to fetch something would cause), and
-//! lays out every chart figure.
+//! lays out every chart figure, the placement map among them (the data's
+//! machine has two packages, two NUMA nodes and SMT).
 //!
 //! Skipped, with a line on stderr, where Chromium is not installed.
 
@@ -69,6 +70,13 @@ fn sample(seq: usize, value: f64) -> Sample {
     }
 }
 
+/// 2 packages (one NUMA node each) x 2 cores x 2 PUs, stored as the CLI
+/// stores a run's machine.
+fn machine() -> serde_json::Value {
+    let t = smtlab_topology::synthetic::parse("package:2 numa:1 core:2 pu:2").unwrap();
+    serde_json::to_value(&t).unwrap()
+}
+
 struct Data {
     run: RunRecord,
     points: Vec<PointData>,
@@ -95,7 +103,9 @@ fn data() -> Data {
                 spawn: Spawn::Exec,
                 placement: "scatter".into(),
                 workers: n,
-                cpus: Some((0..n as u32).collect()),
+                // Where scatter puts them on `machine()`: one PU per core,
+                // the second on the other package.
+                cpus: Some([0, 4][..n].to_vec()),
                 oversubscription: 1.0,
                 alloc: "glibc".into(),
                 mode: Mode::FixedTime { seconds: 1.0 },
@@ -176,7 +186,11 @@ fn data() -> Data {
         git_commit: None,
         seed: 1,
         config_json: serde_json::json!({}),
-        host: HostFacts::default(),
+        host: HostFacts {
+            topology: machine(),
+            smt_active: true,
+            ..HostFacts::default()
+        },
     };
     Data {
         run,
@@ -206,7 +220,7 @@ fn report_renders_in_chromium() {
         samples: &d.samples,
         analysis: &d.analysis,
         tables: &tables,
-        limits: &["No SMT here.".to_string()],
+        limits: &["No PMU here.".to_string()],
         verdicts: &["Threads and processes were equally fast.".to_string()],
         notes: &["A note.".to_string()],
         pairs: None,
@@ -220,6 +234,10 @@ fn report_renders_in_chromium() {
         .map(|p| format!("fig-{}", p.file_stem().unwrap().to_string_lossy()))
         .collect();
     assert!(figures.len() >= 4, "{figures:?}");
+    assert!(
+        figures.iter().any(|f| f == "fig-placement-map"),
+        "{figures:?}"
+    );
 
     let page = chromium::render(&browser, &files.html, tmp.path());
     assert!(
@@ -233,4 +251,8 @@ fn report_renders_in_chromium() {
     let dom = &page.dom;
     // The hostile label stayed text.
     assert!(!dom.contains("<b>kv</b>"));
+    // The placement map names the machine's PUs and the rows measured.
+    for text in ["node 1 / core 2 / PU 4", "scatter N=2", "package 1"] {
+        assert!(dom.contains(text), "{text} not in the page");
+    }
 }
