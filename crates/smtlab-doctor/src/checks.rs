@@ -62,10 +62,11 @@ impl Diagnosis {
 }
 
 /// Every check's name, in report order.
-pub const CHECK_NAMES: [&str; 16] = [
+pub const CHECK_NAMES: [&str; 17] = [
     "pmu",
     "perf_event_paranoid",
     "hypervisor",
+    "emulation",
     "cpuset",
     "smt",
     "thp",
@@ -282,6 +283,39 @@ fn check_hypervisor(f: &Facts) -> Check {
                 .to_string(),
         ),
     )
+}
+
+/// Emulated CPUs (QEMU TCG) run the kernel's real topology code, so they
+/// check smtlab itself; but their speed is the emulator's.
+fn check_emulation(f: &Facts, cannot: &mut Vec<String>) -> Check {
+    match &f.hypervisor.emulated {
+        None => check(
+            "emulation",
+            CheckStatus::Ok,
+            "the CPUs are not emulated".to_string(),
+            None,
+        ),
+        Some(why) => {
+            cannot.push(format!(
+                "real hardware speed: the CPUs are emulated ({why}), so timings, speedups and \
+                 SMT yields are the emulator's (placements and pinning are real)"
+            ));
+            check(
+                "emulation",
+                CheckStatus::Warn,
+                format!(
+                    "emulated CPUs: {why}; the virtual CPUs take turns on the host's threads and \
+                     SMT siblings share nothing physical: the topology, placements and pinning \
+                     are real, timings are not"
+                ),
+                Some(
+                    "for numbers, run on hardware or under KVM (QEMU's -accel kvm); an emulated \
+                     guest is for checking what smtlab does on a topology you do not have"
+                        .to_string(),
+                ),
+            )
+        }
+    }
 }
 
 fn check_cpuset(f: &Facts, can: &mut Vec<String>, cannot: &mut Vec<String>) -> Check {
@@ -568,6 +602,7 @@ pub fn diagnose(f: &Facts) -> Diagnosis {
         check_pmu(f, &mut can, &mut cannot),
         check_paranoid(f, &mut can, &mut cannot),
         check_hypervisor(f),
+        check_emulation(f, &mut cannot),
         check_cpuset(f, &mut can, &mut cannot),
         check_smt(f, &mut can, &mut cannot),
         check_thp(f),
@@ -713,6 +748,7 @@ mod tests {
                 cpuinfo_flag: true,
                 vendor: Some("KVM (lscpu)".to_string()),
                 steal_pct: Some(0.1),
+                emulated: None,
             },
             cpus: Ok(CpuFacts {
                 online: CpuSet::parse_list("0-1").unwrap(),
@@ -758,6 +794,7 @@ mod tests {
         assert_eq!(status(&r, "perf_event_paranoid"), CheckStatus::Ok);
         assert_eq!(status(&r, "hypervisor"), CheckStatus::Warn);
         assert!(r.check("hypervisor").unwrap().finding.contains("KVM"));
+        assert_eq!(status(&r, "emulation"), CheckStatus::Ok);
         assert_eq!(status(&r, "cpuset"), CheckStatus::Ok);
         assert_eq!(status(&r, "smt"), CheckStatus::Missing);
         assert_eq!(status(&r, "thp"), CheckStatus::Ok);
@@ -781,6 +818,19 @@ mod tests {
         let can = r.can_measure.join("\n");
         assert!(can.contains("context-switches"), "{can}");
         assert!(can.contains("core scalability"), "{can}");
+    }
+
+    #[test]
+    fn emulated_cpus_are_said_to_have_the_emulators_speed() {
+        let mut f = vm_facts();
+        f.hypervisor.emulated = Some("QEMU TCG (CPU model \"QEMU TCG CPU version 2.5+\")".into());
+        let r = diagnose(&f);
+        let c = r.check("emulation").unwrap();
+        assert_eq!(c.status, CheckStatus::Warn);
+        assert!(c.finding.contains("QEMU TCG") && c.finding.contains("timings are not"));
+        assert!(c.fix.as_deref().unwrap().contains("KVM"));
+        let cannot = r.cannot_measure.join("\n");
+        assert!(cannot.contains("real hardware speed"), "{cannot}");
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct HypervisorFacts {
     pub vendor: Option<String>,
     /// Steal time since boot, percent of all CPU time.
     pub steal_pct: Option<f64>,
+    /// The CPUs are emulated (QEMU TCG), with the evidence
+    /// (`smtlab_topology::emulated_cpu`).
+    pub emulated: Option<String>,
 }
 
 /// What the topology says about the CPUs this process may use.
@@ -202,6 +205,7 @@ fn gather_hypervisor() -> HypervisorFacts {
         steal_pct: fs::read_to_string("/proc/stat")
             .ok()
             .and_then(|s| steal_percent(&s)),
+        emulated: smtlab_topology::emulated_cpu(Path::new("/")),
     }
 }
 

@@ -78,6 +78,9 @@ pub fn collect_host_facts_from(
         load_avg: read("proc/loadavg").and_then(|t| load_avg(&t)),
         // Known to the caller (a launcher's job), not to the machine.
         shared_host: None,
+        // Judged from the machine by smtlab_topology::emulated_cpu, which
+        // the caller (the CLI) fills in.
+        emulated: None,
     }
 }
 
@@ -194,6 +197,7 @@ mod tests {
                 perf_event_paranoid: Some(2),
                 load_avg: Some([0.38, 1.14, 1.12]),
                 shared_host: None,
+                emulated: None,
             }
         );
 

@@ -44,6 +44,7 @@ fn new_run() -> NewRun {
             perf_event_paranoid: Some(2),
             load_avg: Some([0.38, 1.14, 1.12]),
             shared_host: None,
+            emulated: None,
         },
         started_at: None,
     }
@@ -449,6 +450,7 @@ fn a_resumed_run_records_its_shared_host_and_keeps_the_larger_count() {
     assert_eq!(
         HostFacts {
             shared_host: None,
+            emulated: None,
             ..run.host
         },
         new.host

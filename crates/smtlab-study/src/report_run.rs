@@ -12,7 +12,7 @@ use smtlab_analyse::summary::{run_data, RunData};
 use smtlab_report::{write_report, ReportError, ReportFiles, ReportInput};
 use smtlab_store::{Store, StoreError};
 use smtlab_topology::Topology;
-use smtlab_types::{RunRecord, RunSpec, RunStatus, StudyKind, Table};
+use smtlab_types::{HostFacts, RunRecord, RunSpec, RunStatus, StudyKind, Table};
 
 use crate::comm_findings::comm;
 use crate::findings::{findings, Findings};
@@ -115,6 +115,7 @@ fn pairs_findings(
                 .into(),
         ),
     });
+    f.limits.extend(measured.baseline_limits());
     let missing = measured.missing();
     if !missing.is_empty() {
         f.limits.push(format!(
@@ -200,6 +201,16 @@ pub fn report_run(
     let findings = match (&meta, &pairs) {
         (Some(_), Some(p)) => p.findings.clone(),
         (Some(m), None) if m.kind == StudyKind::Comm => comm(&data, run.seed),
+        // The chat study's intervals need each sample's costs per message.
+        (Some(m), None) if m.kind == StudyKind::Chat => {
+            let mut w = crate::web_findings::WebFindings::default();
+            crate::chat_findings::chat_study(&data, run.seed, &mut w);
+            Findings {
+                tables: w.tables,
+                verdicts: w.verdicts,
+                limits: w.limits,
+            }
+        }
         (Some(m), None) => findings(m, &data.points, &analysis, &topo, run.seed),
         (None, _) => Findings {
             verdicts: analysis
@@ -211,6 +222,7 @@ pub fn report_run(
         },
     };
     let mut limits: Vec<String> = meta.as_ref().map(|m| m.limits.clone()).unwrap_or_default();
+    limits.extend(emulation_limit(&run.host));
     limits.extend(findings.limits.iter().cloned());
     let mut notes: Vec<String> = meta.as_ref().map(|m| m.notes.clone()).unwrap_or_default();
     notes.extend(analysis.notes.iter().cloned());
@@ -242,6 +254,19 @@ pub fn report_run(
         notes,
         files,
         pairs,
+    })
+}
+
+/// What a run on emulated CPUs cannot show: anything about speed.
+fn emulation_limit(host: &HostFacts) -> Option<String> {
+    host.emulated.as_ref().map(|why| {
+        format!(
+            "This machine's CPUs are emulated ({why}): the kernel's topology (packages, cores, \
+             SMT siblings, NUMA nodes) is real to smtlab, so placements and pinning ran as on \
+             hardware, but the virtual CPUs take turns on the host's threads and no sibling \
+             shares anything physical: no timing, speedup, SMT yield or verdict measured here \
+             says anything about real hardware."
+        )
     })
 }
 
@@ -288,4 +313,24 @@ pub fn study_json(run_id: i64, status: RunStatus, r: &ReportedRun) -> serde_json
         pairs: r.pairs.as_ref().and_then(|p| p.analysis.as_ref()),
     })
     .unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emulated_cpus_are_a_limit_with_their_evidence() {
+        assert_eq!(emulation_limit(&HostFacts::default()), None);
+        let host = HostFacts {
+            emulated: Some("QEMU TCG (CPU model \"QEMU TCG CPU version 2.5+\")".into()),
+            ..HostFacts::default()
+        };
+        let limit = emulation_limit(&host).unwrap();
+        assert!(
+            limit.starts_with("This machine's CPUs are emulated (QEMU TCG (CPU model")
+                && limit.contains("says anything about real hardware"),
+            "{limit}"
+        );
+    }
 }

@@ -17,7 +17,8 @@
 //!
 //! Files, bottom-up: `raw.rs` (what a source knows), `machine.rs` (the
 //! objects and the questions asked of them), `assemble.rs`, then the
-//! sources, `render.rs`, `cpu_expr.rs` and `placement.rs`. This root only
+//! sources, `render.rs`, `cpu_expr.rs` and `placement.rs`; beside them
+//! `emulation.rs` (whether the CPUs are emulated, QEMU TCG). This root only
 //! declares them and re-exports their names.
 //!
 //! The first stage of the pipeline (`topology → plan → execute → measure →
@@ -27,6 +28,7 @@
 
 mod assemble;
 pub mod cpu_expr;
+mod emulation;
 mod machine;
 pub mod placement;
 mod raw;
@@ -35,6 +37,7 @@ pub mod synthetic;
 pub mod sysfs;
 
 pub use assemble::assemble;
+pub use emulation::{emulated_cpu, emulation_evidence};
 pub use machine::{Cache, Core, CpuKind, Die, NumaNode, Package, Pu, Topology};
 pub use raw::{CacheType, RawCache, RawKind, RawNode, RawPu, RawTopology, Source};
 pub use render::{human_bytes, render_tree, summary_line};

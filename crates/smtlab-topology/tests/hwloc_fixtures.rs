@@ -169,6 +169,25 @@ fn human(b: u64) -> String {
     smtlab_topology::human_bytes(b)
 }
 
+/// lstopo's size as today's lstopo prints it: hwloc before 2.10 (Debian
+/// 12's 2.9, which the emulated guests' dumps were taken with) prints every
+/// size in `KB` meaning KiB (`16384KB`), later ones in the largest unit
+/// that keeps it whole enough (`16MiB`), as `human_bytes` does.
+fn hwloc_size(s: &str) -> String {
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let unit = match &s[digits..] {
+        "KB" | "KiB" => 1u64 << 10,
+        "MB" | "MiB" => 1 << 20,
+        "GB" | "GiB" => 1 << 30,
+        "TB" | "TiB" => 1 << 40,
+        _ => return s.to_string(),
+    };
+    match s[..digits].parse::<u64>() {
+        Ok(n) => human(n * unit),
+        Err(_) => s.to_string(),
+    }
+}
+
 fn extract(tarball: &Path, into: &Path) -> PathBuf {
     let st = Command::new("tar")
         .arg("xjf")
@@ -263,7 +282,7 @@ fn compare(name: &str, full: &Topology, console: &Console) -> Vec<String> {
                 level,
                 ty,
                 o.logical,
-                o.attr("size").unwrap_or("").to_string(),
+                hwloc_size(o.attr("size").unwrap_or("")),
                 o.attr("linesize").map(str::to_string),
                 o.cpus.clone(),
             ))
@@ -288,7 +307,7 @@ fn compare(name: &str, full: &Topology, console: &Console) -> Vec<String> {
     // NUMA nodes: OS index, the PUs they hold, local memory.
     let visible = t.online();
     let theirs: BTreeSet<(Option<u32>, CpuSet, Option<String>)> = of_kind(console, "NUMANode")
-        .map(|o| (o.os, o.cpus.clone(), o.attr("local").map(str::to_string)))
+        .map(|o| (o.os, o.cpus.clone(), o.attr("local").map(hwloc_size)))
         .collect();
     let ours: BTreeSet<(Option<u32>, CpuSet, Option<String>)> = t
         .numa_nodes

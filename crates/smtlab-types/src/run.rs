@@ -111,6 +111,11 @@ pub struct HostFacts {
     /// launcher said (and in runs stored before this fact existed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_host: Option<SharedHost>,
+    /// The CPUs are emulated (QEMU TCG), with the evidence: the kernel's
+    /// topology is real to smtlab, but no timing measured there says
+    /// anything about hardware. Absent on real or virtualized CPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
 }
 
 /// A launcher's job ran more than one task on the run's host.

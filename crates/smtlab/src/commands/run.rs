@@ -378,6 +378,7 @@ fn create_run_with(
         config_json: serde_json::to_value(spec)?,
         host: HostFacts {
             shared_host: shared,
+            emulated: smtlab_topology::emulated_cpu(std::path::Path::new("/")),
             ..collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone())
         },
         started_at,
