@@ -189,14 +189,28 @@ impl SampleLimits {
         if failed_out || measured.len() >= self.max_samples.saturating_mul(2) {
             return None;
         }
-        let warm: f64 = samples.iter().filter(|s| s.warmup).map(|s| s.wall_s).sum();
+        // The budget is spent on whole attempts (set-up, the window,
+        // tear-down; failures too), of which a sample stores only its
+        // window: say what was spent on, not a sum that cannot reach it.
+        // (A fold from 0.0: `Sum` of no f64 is -0.0, printed "-0.00".)
+        let window = |warmup: bool| -> f64 {
+            samples
+                .iter()
+                .filter(|s| s.warmup == warmup)
+                .fold(0.0, |a, s| a + s.wall_s)
+        };
         let warmups = samples.iter().filter(|s| s.warmup).count();
-        let all: f64 = samples.iter().map(|s| s.wall_s).sum();
+        let failed = measured.len() - ok;
         Some(format!(
-            "{ok} of --min-samples {} samples measured: its --max-time {} s ran out ({all:.2} s \
-             sampled in all, {warmups} warm-up(s) {warm:.2} s of it); raise --max-time for the \
-             full count",
-            self.min_samples, self.max_time_s,
+            "{ok} of --min-samples {} samples measured: its --max-time {} s ran out; it counts \
+             every attempt whole, set-up and tear-down included ({} attempt(s): {failed} \
+             failed, {warmups} warm-up(s); measured windows {:.2} s, warm-up windows {:.2} s); \
+             raise --max-time for the full count",
+            self.min_samples,
+            self.max_time_s,
+            samples.len(),
+            window(false),
+            window(true),
         ))
     }
 }
@@ -387,6 +401,32 @@ mod tests {
             workers: Vec::new(),
             extras: extras.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         }
+    }
+
+    /// A point that ran out of time says what the time went on: whole
+    /// attempts, failures among them, and never "-0.00 s" of warm-ups.
+    #[test]
+    fn a_shortfall_names_the_attempts_that_spent_the_time() {
+        let limits = SampleLimits {
+            min_samples: 3,
+            max_samples: 3,
+            max_time_s: 8.0,
+            warmup: 0,
+        };
+        let mut failed = sample(1, SampleStatus::Failed, &[]);
+        failed.wall_s = 0.0;
+        let mut ok = sample(2, SampleStatus::Ok, &[]);
+        ok.wall_s = 0.37;
+        let text = limits.shortfall(&[failed, ok]).unwrap();
+        assert_eq!(
+            text,
+            "1 of --min-samples 3 samples measured: its --max-time 8 s ran out; it counts every \
+             attempt whole, set-up and tear-down included (2 attempt(s): 1 failed, 0 warm-up(s); \
+             measured windows 0.37 s, warm-up windows 0.00 s); raise --max-time for the full count"
+        );
+        // Enough samples: no shortfall.
+        let three: Vec<Sample> = (1..4).map(|i| sample(i, SampleStatus::Ok, &[])).collect();
+        assert_eq!(limits.shortfall(&three), None);
     }
 
     /// Medians over successful measured samples only; the foreign share is
