@@ -43,7 +43,13 @@ pub fn render_plan(points: &[Point]) -> String {
         .max()
         .unwrap_or(0)
         .max(12);
-    writeln!(s, "{} points:", points.len()).unwrap();
+    writeln!(
+        s,
+        "{} point{}:",
+        points.len(),
+        crate::output::plural(points.len() as u64)
+    )
+    .unwrap();
     writeln!(
         s,
         "{:>4}  {:<wp$} {:<14} {:<10} {:>4}  {:<9} {:<7}  cpus",
