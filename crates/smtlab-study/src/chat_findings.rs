@@ -12,7 +12,7 @@ use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
 use smtlab_types::{Point, Program, Sample, Table};
 
-use crate::intervals::{self, Estimate, NoInterval, Reading};
+use crate::intervals::{self, Estimate, Reading};
 use crate::web_findings::WebFindings;
 
 /// `thread2`, `thread`, `event` for smtlab's chat server; `ngircd`.
@@ -55,21 +55,7 @@ fn per_message(p: &PointData, name: &str, scope: &str) -> Option<f64> {
 /// points and every sample (the per-message costs' intervals come from
 /// each sample's values).
 pub fn chat_study(data: &RunData, seed: u64, f: &mut WebFindings) {
-    chat_with(&data.points, Some(&data.samples), seed, f);
-}
-
-/// The chat study's table, verdicts and limits from the points alone:
-/// without the samples, the changes of kernel and user time per message
-/// have no interval, and say so ([`chat_study`] has them).
-pub fn chat(points: &[PointData], seed: u64, f: &mut WebFindings) {
-    chat_with(points, None, seed, f);
-}
-
-/// The stored samples of a run, when the caller has them.
-type Samples<'a> = Option<&'a [(Point, Vec<Sample>)]>;
-
-fn chat_with(points: &[PointData], samples: Samples, seed: u64, f: &mut WebFindings) {
-    let mut chat: Vec<&PointData> = points.iter().filter(|p| who(p).is_some()).collect();
+    let mut chat: Vec<&PointData> = data.points.iter().filter(|p| who(p).is_some()).collect();
     if chat.is_empty() {
         return;
     }
@@ -78,7 +64,7 @@ fn chat_with(points: &[PointData], samples: Samples, seed: u64, f: &mut WebFindi
     let mut names: Vec<String> = chat.iter().filter_map(|p| who(p)).collect();
     names.dedup();
     for name in &names {
-        growth(&chat, name, samples, seed, f);
+        growth(&chat, name, &data.samples, seed, f);
     }
     let mut counts: Vec<usize> = chat.iter().map(|p| connections(p)).collect();
     counts.sort_unstable();
@@ -180,7 +166,13 @@ fn table(chat: &[&PointData], f: &mut WebFindings) {
 /// connection count measured (from 200 when 200 or more were measured:
 /// 20 connections are one room, all in cache), each change a ratio of
 /// medians with its 95% interval.
-fn growth(chat: &[&PointData], name: &str, samples: Samples, seed: u64, f: &mut WebFindings) {
+fn growth(
+    chat: &[&PointData],
+    name: &str,
+    samples: &[(Point, Vec<Sample>)],
+    seed: u64,
+    f: &mut WebFindings,
+) {
     let mut mine: Vec<&PointData> = chat
         .iter()
         .copied()
@@ -202,23 +194,13 @@ fn growth(chat: &[&PointData], name: &str, samples: Samples, seed: u64, f: &mut 
     let sys = |p: &PointData| extra(p, "server_sys_us_per_msg").unwrap_or(f64::NAN);
     let user = |p: &PointData| extra(p, "server_user_us_per_msg").unwrap_or(f64::NAN);
     let rate = |p: &PointData| median(p).unwrap_or(f64::NAN);
-    // A per-message cost's change: from each sample's own value where the
-    // samples are at hand, else the medians alone, without an interval.
+    // A per-message cost's change, from each sample's own value.
     let cost = |key: &str| -> Option<Estimate> {
-        match samples {
-            Some(s) => intervals::ratio(
-                &intervals::extra_values(s, &to.summary.point, key),
-                &intervals::extra_values(s, &from.summary.point, key),
-                seed,
-            ),
-            None => {
-                let value = extra(to, key)? / extra(from, key)?;
-                (value.is_finite() && value > 0.0).then_some(Estimate {
-                    value,
-                    ci: Err(NoInterval::NotLoaded),
-                })
-            }
-        }
+        intervals::ratio(
+            &intervals::extra_values(samples, &to.summary.point, key),
+            &intervals::extra_values(samples, &from.summary.point, key),
+            seed,
+        )
     };
     let (k_word, k_ci) = change(cost("server_sys_us_per_msg"));
     let (u_word, u_ci) = change(cost("server_user_us_per_msg"));
@@ -356,6 +338,7 @@ fn thousands(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::intervals::NoInterval;
 
     #[test]
     fn changes_read_as_words_with_their_intervals() {
@@ -555,19 +538,6 @@ mod tests {
              3.20 µs; too few samples for an interval); messages/s measured 1.30x (18.00 kmsg/s \
              -> 23.40 kmsg/s; too few samples for an interval)."
         );
-        // From the points alone (no samples), the costs have no interval.
-        let data = event_20_40(8);
-        let mut f = WebFindings::default();
-        chat(&data.points, 7, &mut f);
-        let s = find(&f.verdicts, "event's kernel time per message");
-        assert!(
-            s.starts_with(
-                "event's kernel time per message measured 0.85x from 20 to 40 connections \
-                 (26.18 -> 22.17 µs; no interval: the samples were not loaded)"
-            ),
-            "{s}"
-        );
-        assert!(s.contains("messages/s grew 1.3x"), "{s}");
     }
 
     /// Four servers at 20 connections, `n` samples each; thread2 at

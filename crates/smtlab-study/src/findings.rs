@@ -65,15 +65,10 @@ pub fn findings(
         StudyKind::Alloc => alloc(points, seed, &mut f),
         // The pair matrix and pairings need every sample, not the points'
         // summaries: `report_run` adds them; so does the communication
-        // study, which counts every sample that did not verify.
-        StudyKind::Pairs | StudyKind::Comm => {}
-        StudyKind::Chat => {
-            let mut w = crate::web_findings::WebFindings::default();
-            crate::chat_findings::chat(points, seed, &mut w);
-            f.tables.extend(w.tables);
-            f.verdicts.extend(w.verdicts);
-            f.limits.extend(w.limits);
-        }
+        // study, which counts every sample that did not verify, and the
+        // chat study, whose intervals need each sample's costs per message
+        // (`chat_findings::chat_study`).
+        StudyKind::Pairs | StudyKind::Comm | StudyKind::Chat => {}
         StudyKind::Web => {
             let mut w = crate::web_findings::WebFindings::default();
             crate::web_findings::web(points, topo, seed, &mut w);
@@ -616,6 +611,40 @@ mod tests {
         };
         let analysis = analyze(points, topo, 7);
         findings(&meta, points, &analysis, topo, 7).verdicts
+    }
+
+    /// The studies whose findings need every sample get none from the
+    /// points alone: `report_run` gives them theirs (the chat study's from
+    /// `chat_findings::chat_study`, its intervals from each sample's costs),
+    /// so there is no second path that states a change without one.
+    #[test]
+    fn studies_that_need_every_sample_get_no_findings_from_the_points() {
+        let topo = synthetic::parse("core:2").unwrap();
+        let pts: Vec<PointData> = [20, 40]
+            .into_iter()
+            .enumerate()
+            .map(|(i, connections)| {
+                let mut p = point(i, Model::Event, "compact", &[0]);
+                p.program = Program::Server {
+                    server: "chat".into(),
+                    params: [("connections".to_string(), connections.to_string())].into(),
+                };
+                data(p, &around(18_000.0, 0.02, 5))
+            })
+            .collect();
+        let analysis = analyze(&pts, &topo, 7);
+        for kind in [StudyKind::Chat, StudyKind::Pairs, StudyKind::Comm] {
+            let meta = StudyMeta {
+                kind,
+                limits: Vec::new(),
+                notes: Vec::new(),
+            };
+            let f = findings(&meta, &pts, &analysis, &topo, 7);
+            assert!(
+                f.tables.is_empty() && f.verdicts.is_empty() && f.limits.is_empty(),
+                "{kind}: {f:?}"
+            );
+        }
     }
 
     #[test]

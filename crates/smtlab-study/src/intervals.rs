@@ -28,8 +28,6 @@ pub enum NoInterval {
     TooFew,
     /// An end of the interval is infinite.
     Unbounded,
-    /// The caller had the points' medians but not their samples.
-    NotLoaded,
 }
 
 impl NoInterval {
@@ -37,7 +35,6 @@ impl NoInterval {
         match self {
             NoInterval::TooFew => TOO_FEW,
             NoInterval::Unbounded => UNBOUNDED,
-            NoInterval::NotLoaded => "no interval: the samples were not loaded",
         }
     }
 }

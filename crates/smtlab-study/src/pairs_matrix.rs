@@ -9,6 +9,14 @@
 //! sample were measured together) and each alone measurement
 //! independently, [`smtlab_stats::BOOTSTRAP_RESAMPLES`] times, seeded.
 //!
+//! The verdict's gain (the ideal scheduler's over the median random
+//! pairing) combines every cell, so the matrix also carries
+//! [`GAIN_RESAMPLES`] bootstrap replicates of the whole of it
+//! ([`Resampling::Replicates`]): in each, every program's alone samples are
+//! resampled once (its one median serves its whole row, as in the matrix)
+//! and every co-run's samples jointly, and every WS is recomputed;
+//! `smtlab_analyse::pairs::gain` turns them into the gain's interval.
+//!
 //! A WS whose interval lies wholly above 2.0 (no interference) is no
 //! gain from sharing: the alone runs were slowed, most often by the other
 //! co-runs of their wave ([`MeasuredMatrix::baseline_limits`] says which
@@ -16,8 +24,18 @@
 
 use std::collections::BTreeMap;
 
+use smtlab_analyse::pairs::Resampling;
 use smtlab_stats::{median, percentile, rng_for_domain, uniform_below, BOOTSTRAP_RESAMPLES};
 use smtlab_types::{Point, Program, Sample, SampleStatus};
+
+/// Replicates of the whole matrix drawn for the gain's interval: a few
+/// hundred, not [`BOOTSTRAP_RESAMPLES`], because each costs an exact
+/// matching and a few thousand random schedules; 400 put each end of a 95%
+/// interval on 10 replicates, enough for a verdict's one decimal.
+pub const GAIN_RESAMPLES: usize = 400;
+
+/// Fewest samples a resample is drawn from, as everywhere in smtlab.
+const MIN_SAMPLES: usize = 3;
 
 /// What the samples give: names in plan order, WS and its interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +50,9 @@ pub struct MeasuredMatrix {
     /// wave its alone samples ran in: 1 when it ran alone on the machine
     /// (`--at-once 1`), 0 when it has no alone sample.
     pub alone_wave: Vec<usize>,
+    /// Bootstrap replicates of the whole matrix for the gain's interval,
+    /// or the co-runs with too few samples for them.
+    pub resampling: Resampling,
 }
 
 impl MeasuredMatrix {
@@ -234,13 +255,71 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
         ci[i][j] = Some(c);
         ci[j][i] = Some(c);
     }
+    let resampling = resampling(&names, &alone, &pairs, seed);
     MeasuredMatrix {
         names,
         ws,
         ci,
         alone: alone_med,
         alone_wave,
+        resampling,
     }
+}
+
+/// [`GAIN_RESAMPLES`] replicates of the whole matrix, each from one
+/// resample of every program's alone samples and of every co-run's
+/// samples (the two rates of a sample together); or, when a program alone
+/// or a co-run has fewer than 3 samples (none at all, for a co-run never
+/// measured), which. Seeded with the run's `seed`, on a stream of its own.
+fn resampling(
+    names: &[String],
+    alone: &[Vec<f64>],
+    pairs: &BTreeMap<(usize, usize), Vec<(f64, f64)>>,
+    seed: u64,
+) -> Resampling {
+    let n = names.len();
+    let mut few: Vec<String> = Vec::new();
+    for i in 0..n {
+        if alone[i].len() < MIN_SAMPLES {
+            few.push(format!("{} alone", names[i]));
+        }
+    }
+    for i in 0..n {
+        for j in i..n {
+            if pairs.get(&(i, j)).map_or(0, Vec::len) < MIN_SAMPLES {
+                few.push(format!("{}+{}", names[i], names[j]));
+            }
+        }
+    }
+    if !few.is_empty() {
+        return Resampling::TooFew(few);
+    }
+    let mut rng = rng_for_domain(seed, b"pairsgnr", 0);
+    let mut pick = |len: usize| uniform_below(&mut rng, len);
+    let replicates = (0..GAIN_RESAMPLES)
+        .map(|_| {
+            let a: Vec<f64> = alone
+                .iter()
+                .map(|v| median(&(0..v.len()).map(|_| v[pick(v.len())]).collect::<Vec<_>>()))
+                .collect();
+            let mut ws = vec![vec![0.0; n]; n];
+            for (&(i, j), pair) in pairs {
+                let (mut bi, mut bj) = (Vec::with_capacity(pair.len()), Vec::new());
+                for _ in 0..pair.len() {
+                    let k = pick(pair.len());
+                    bi.push(pair[k].0);
+                    bj.push(pair[k].1);
+                }
+                // A zero rate alone makes this infinite: the analysis then
+                // says the interval is unbounded.
+                let v = median(&bi) / a[i] + median(&bj) / a[j];
+                ws[i][j] = v;
+                ws[j][i] = v;
+            }
+            ws
+        })
+        .collect();
+    Resampling::Replicates(replicates)
 }
 
 #[cfg(test)]
@@ -344,8 +423,63 @@ mod tests {
         assert_eq!(m.names, ["a", "b", "c"]);
         assert_eq!(m.alone, [Some(10.0), Some(8.0), Some(12.0)]);
         assert!((m.ws[1][2].unwrap() - (0.5 + 0.5)).abs() < 1e-12);
-        // One sample: no interval.
+        // One sample: no interval, and no replicate for the gain's: every
+        // alone run and co-run is named (a+a and the rest never ran).
         assert_eq!(m.ci[1][2], None);
+        assert_eq!(
+            m.resampling,
+            Resampling::TooFew(
+                ["a alone", "b alone", "c alone", "a+a", "a+b", "a+c", "b+b", "b+c", "c+c"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+    }
+
+    #[test]
+    fn replicates_of_the_whole_matrix_resample_every_cell_and_are_seeded() {
+        // a alone 100, b alone 50; a+b, a+a, b+b co-running.
+        let five = |r: &[f64]| spread(r, 0.05, 5);
+        let data = [
+            (point(0, vec![part("a", 0)]), five(&[100.0])),
+            (point(1, vec![part("b", 0)]), five(&[50.0])),
+            (
+                point(2, vec![part("a", 0), part("b", 0)]),
+                five(&[80.0, 30.0]),
+            ),
+            (
+                point(3, vec![part("a", 0), part("a", 0)]),
+                five(&[60.0, 60.0]),
+            ),
+            (
+                point(4, vec![part("b", 0), part("b", 0)]),
+                five(&[20.0, 20.0]),
+            ),
+        ];
+        let m = measured_matrix(&data, 1);
+        let Resampling::Replicates(reps) = &m.resampling else {
+            panic!("{:?}", m.resampling);
+        };
+        assert_eq!(reps.len(), GAIN_RESAMPLES);
+        for ws in reps {
+            assert_eq!(ws[0][1], ws[1][0]);
+            // Each cell within the spread its samples allow (±5% a rate).
+            for (i, j) in [(0, 0), (0, 1), (1, 1)] {
+                let v = m.ws[i][j].unwrap();
+                assert!(
+                    (ws[i][j] - v).abs() <= v * 0.11,
+                    "{i},{j}: {} vs {v}",
+                    ws[i][j]
+                );
+            }
+        }
+        // The replicates spread like the cells' own intervals.
+        let mut ab: Vec<f64> = reps.iter().map(|ws| ws[0][1]).collect();
+        ab.sort_by(f64::total_cmp);
+        let (lo, hi) = m.ci[0][1].unwrap();
+        assert!(ab[0] < lo && hi < ab[ab.len() - 1], "{lo} {hi} {ab:?}");
+        assert_eq!(measured_matrix(&data, 1).resampling, m.resampling);
+        assert_ne!(measured_matrix(&data, 2).resampling, m.resampling);
     }
 
     /// Samples of `rates` (one per part), the first rate spread by ±`rel`.

@@ -89,32 +89,7 @@ fn pairs_findings(
 ) -> Result<PairsReport, ReportRunError> {
     let measured = measured_matrix(&data.samples, seed);
     let mut f = Findings::default();
-    let n = measured.names.len();
-    let mut rows = Vec::new();
-    for i in 0..n {
-        let mut row = vec![measured.names[i].clone()];
-        for j in 0..n {
-            row.push(match (measured.ws[i][j], measured.ci[i][j]) {
-                (Some(v), Some((lo, hi))) => format!("{v:.3} [{lo:.3}–{hi:.3}]"),
-                (Some(v), None) => format!("{v:.3}"),
-                (None, _) => "—".into(),
-            });
-        }
-        rows.push(row);
-    }
-    let mut columns = vec!["WS(i,j)".to_string()];
-    columns.extend(measured.names.iter().cloned());
-    f.tables.push(Table {
-        title: "Pair matrix: weighted speedup of each pair co-running".into(),
-        columns,
-        rows,
-        note: Some(
-            "WS(i,j) = rate_i(with j) / rate_i(alone) + rate_j(with i) / rate_j(alone): 1.00 is \
-             no gain over running them one after the other, 2.00 no interference; 95% bootstrap \
-             interval in brackets."
-                .into(),
-        ),
-    });
+    f.tables.push(matrix_table(&measured));
     f.limits.extend(measured.baseline_limits());
     let missing = measured.missing();
     if !missing.is_empty() {
@@ -137,6 +112,9 @@ fn pairs_findings(
         .collect();
     let mut m = Matrix::new(measured.names.clone(), ws).map_err(ReportRunError::Matrix)?;
     m.ci = Some(measured.ci.clone());
+    // The verdict's gain gets its interval from replicates of the whole
+    // matrix (or says which co-runs had too few samples for one).
+    m.resampling = measured.resampling.clone();
     let a = pairs::analyse(&m, trials, seed);
     f.verdicts.push(a.verdict.clone());
     std::fs::create_dir_all(dir).map_err(|source| ReportRunError::Write {
@@ -154,6 +132,53 @@ fn pairs_findings(
         findings: f,
         csv: Some(csv),
     })
+}
+
+/// What a cell of the matrix table says where the cell has a WS but no
+/// interval.
+const TOO_FEW_CELL: &str = "too few samples";
+
+/// The pair matrix as a table: each WS with its 95% interval in brackets,
+/// or `[too few samples]` where the co-run or a program alone had fewer
+/// than 3 successful samples (the note says so then), `—` where a co-run
+/// has no value.
+fn matrix_table(measured: &MeasuredMatrix) -> Table {
+    let n = measured.names.len();
+    let mut rows = Vec::new();
+    let mut bare = false;
+    for i in 0..n {
+        let mut row = vec![measured.names[i].clone()];
+        for j in 0..n {
+            row.push(match (measured.ws[i][j], measured.ci[i][j]) {
+                (Some(v), Some((lo, hi))) => format!("{v:.3} [{lo:.3}–{hi:.3}]"),
+                (Some(v), None) => {
+                    bare = true;
+                    format!("{v:.3} [{TOO_FEW_CELL}]")
+                }
+                (None, _) => "—".into(),
+            });
+        }
+        rows.push(row);
+    }
+    let mut columns = vec!["WS(i,j)".to_string()];
+    columns.extend(measured.names.iter().cloned());
+    let mut note = "WS(i,j) = rate_i(with j) / rate_i(alone) + rate_j(with i) / rate_j(alone): \
+                    1.00 is no gain over running them one after the other, 2.00 no \
+                    interference; 95% bootstrap interval in brackets"
+        .to_string();
+    if bare {
+        note.push_str(&format!(
+            ", or [{TOO_FEW_CELL}] where the pair co-running or either program alone had \
+             fewer than 3 successful samples, too few for an interval"
+        ));
+    }
+    note.push('.');
+    Table {
+        title: "Pair matrix: weighted speedup of each pair co-running".into(),
+        columns,
+        rows,
+        note: Some(note),
+    }
 }
 
 /// Where a run's report goes unless `-o` says otherwise.
@@ -318,6 +343,161 @@ pub fn study_json(run_id: i64, status: RunStatus, r: &ReportedRun) -> serde_json
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smtlab_types::{
+        CoPart, Metric, Mode, Model, Point, Program, ResourceUsage, Sample, SampleStatus, Spawn,
+    };
+
+    fn part(name: &str) -> CoPart {
+        CoPart {
+            name: name.into(),
+            slot: 0,
+            program: Box::new(Program::Builtin {
+                workload: "spin".into(),
+                params: Default::default(),
+            }),
+            mode: Mode::FixedTime { seconds: 0.1 },
+        }
+    }
+
+    fn co_run(index: usize, names: &[&str]) -> Point {
+        Point {
+            index,
+            workers: names.len(),
+            cpus: Some((0..names.len() as u32).collect()),
+            program: Program::CoRun {
+                parts: names.iter().map(|n| part(n)).collect(),
+            },
+            model: Model::Thread,
+            spawn: Spawn::Exec,
+            placement: "pairs:smt".into(),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "rate".into(),
+                unit: "1/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
+    /// `n` samples of the parts' `rates`, spread by ±2%.
+    fn samples(rates: &[f64], n: usize) -> Vec<Sample> {
+        (0..n)
+            .map(|i| {
+                let u = 0.02 * (2.0 * i as f64 / (n - 1).max(1) as f64 - 1.0);
+                Sample {
+                    seq: i,
+                    warmup: false,
+                    status: SampleStatus::Ok,
+                    reason: None,
+                    started_at: 0.0,
+                    wall_s: 1.0,
+                    ops: None,
+                    metric: Some(rates[0]),
+                    usage: ResourceUsage::default(),
+                    counters: Vec::new(),
+                    workers: Vec::new(),
+                    extras: rates
+                        .iter()
+                        .enumerate()
+                        .map(|(k, r)| (format!("rate.{k}"), r * (1.0 + u * (k as f64 + 1.0))))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// examples/pairs-4.csv measured: a, b, c, d each 100/s alone, and
+    /// each pair at the rates that give its WS, `n` samples a co-run (`few`
+    /// of them for a+b).
+    fn pairs_four(n: usize, few: usize) -> RunData {
+        let names = ["a", "b", "c", "d"];
+        let ws = [
+            [1.0, 1.5, 1.2, 1.1],
+            [1.5, 1.0, 1.1, 1.3],
+            [1.2, 1.1, 1.0, 1.4],
+            [1.1, 1.3, 1.4, 1.0],
+        ];
+        let mut samples_of = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            samples_of.push((co_run(i, &[name]), samples(&[100.0], n)));
+        }
+        for i in 0..4 {
+            for j in i..4 {
+                let rate = 50.0 * ws[i][j];
+                let count = if (i, j) == (0, 1) { few } else { n };
+                let point = co_run(samples_of.len(), &[names[i], names[j]]);
+                samples_of.push((point, samples(&[rate, rate], count)));
+            }
+        }
+        RunData {
+            points: Vec::new(),
+            samples: samples_of,
+        }
+    }
+
+    #[test]
+    fn the_pairs_verdict_gives_the_gain_its_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pairs_findings(&pairs_four(5, 5), 1, 20_000, dir.path()).unwrap();
+        let verdict = &p.findings.verdicts[0];
+        // The best schedule 45%, the random median 25%.
+        assert!(
+            verdict.starts_with("An ideal scheduler gains 20.0 percentage points (95% CI "),
+            "{verdict}"
+        );
+        assert!(verdict.ends_with("Best pairs: a+b, c+d."), "{verdict}");
+        let gain = &p.analysis.as_ref().unwrap().gain;
+        let [lo, hi] = gain.ci95.unwrap();
+        assert!(lo <= 0.2 && 0.2 <= hi && hi - lo < 0.1, "{gain:?}");
+        // Every cell has its interval, and the note says nothing more.
+        let t = &p.findings.tables[0];
+        assert!(t
+            .rows
+            .iter()
+            .flatten()
+            .skip(1)
+            .all(|c| !c.contains("too few")));
+        assert!(
+            t.note
+                .as_deref()
+                .unwrap()
+                .ends_with("95% bootstrap interval in brackets."),
+            "{:?}",
+            t.note
+        );
+    }
+
+    #[test]
+    fn cells_and_a_gain_without_an_interval_say_there_were_too_few_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pairs_findings(&pairs_four(5, 2), 1, 20_000, dir.path()).unwrap();
+        let verdict = &p.findings.verdicts[0];
+        assert!(
+            verdict.starts_with(
+                "An ideal scheduler gains 20.0 percentage points (too few samples for a 95% \
+                 interval: a+b had fewer than 3 successful samples) over the median random \
+                 pairing (best 45.0%"
+            ),
+            "{verdict}"
+        );
+        let t = &p.findings.tables[0];
+        // a's row: a+a with its interval, a+b without.
+        assert!(t.rows[0][1].starts_with("1.000 ["), "{:?}", t.rows[0]);
+        assert!(!t.rows[0][1].contains("too few"), "{:?}", t.rows[0]);
+        assert_eq!(t.rows[0][2], "1.500 [too few samples]");
+        assert_eq!(t.rows[1][1], "1.500 [too few samples]");
+        let note = t.note.as_deref().unwrap();
+        assert!(
+            note.ends_with(
+                "95% bootstrap interval in brackets, or [too few samples] where the pair \
+                 co-running or either program alone had fewer than 3 successful samples, too \
+                 few for an interval."
+            ),
+            "{note}"
+        );
+    }
 
     #[test]
     fn emulated_cpus_are_a_limit_with_their_evidence() {

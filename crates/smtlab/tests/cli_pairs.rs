@@ -65,12 +65,21 @@ fn the_four_program_example_gives_the_optimum_a_person_checks_by_hand() {
     }
     assert_eq!(doc["rerandomization"][6]["periods"], 64);
     let verdict = doc["verdict"].as_str().unwrap();
+    // A matrix from a file has no samples: its gain has no interval, and
+    // the verdict says so where it states the gain.
     assert!(
         verdict.starts_with(
-            "An ideal scheduler gains 20.0 percentage points over the median random pairing \
-             (best 45.0%, random mean 26."
+            "An ideal scheduler gains 20.0 percentage points (no 95% interval: the matrix was \
+             given without samples) over the median random pairing (best 45.0%, random mean 26."
         ),
         "{verdict}"
+    );
+    assert_eq!(doc["gain"]["ci95"], serde_json::Value::Null);
+    assert_eq!(doc["gain"]["interval"]["kind"], "no_samples");
+    assert!(
+        (f64_at(&doc["gain"]["value"]) - 0.20).abs() < 1e-5,
+        "{}",
+        doc["gain"]
     );
     assert!(verdict.ends_with("Best pairs: a+b, c+d."), "{verdict}");
     // The same seed, the same numbers; another seed, other draws.
@@ -103,7 +112,8 @@ fn the_text_shows_the_matrix_the_schedules_and_the_verdict() {
         "Worst schedule: speedup 10.0%: a+d, b+c\n",
         "Random schedules (20000): mean 26.",
         "periods    mean      5%     50%     95%",
-        "Verdict: An ideal scheduler gains 20.0 percentage points",
+        "Verdict: An ideal scheduler gains 20.0 percentage points (no 95% interval: the matrix \
+         was given without samples) over the median random pairing",
     ] {
         assert!(text.contains(want), "{want:?} in\n{text}");
     }

@@ -3,10 +3,11 @@
 //! distribution of random ones, what re-randomizing every period does, and
 //! the verdict, as one value whose JSON is the stable document of `smtlab
 //! pairs --json` (and of the pairs study). Uses `matrix`, `matching`,
-//! `random`, `rerandomize` and `verdict`.
+//! `random`, `rerandomize`, `gain` and `verdict`.
 
 use serde::Serialize;
 
+use super::gain::{self, Gain};
 use super::matching::{self, Schedule};
 use super::matrix::Matrix;
 use super::random::{self, RandomStats};
@@ -42,7 +43,8 @@ pub type RerandomizedJson = Rerandomized;
 
 /// The analysis. Its JSON starts with the keys scripts rely on, in this
 /// order: `programs`, `matrix`, `best`, `worst`, `random`; then
-/// `rerandomization`, `verdict`, `cdf` and (for a measured matrix) `ci`.
+/// `rerandomization`, `verdict`, `cdf`, (for a measured matrix) `ci`, and
+/// `gain`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PairsAnalysis {
     pub programs: Vec<String>,
@@ -61,6 +63,11 @@ pub struct PairsAnalysis {
     /// where it has none); only for a measured matrix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci: Option<Vec<Vec<Option<[f64; 2]>>>>,
+    /// The verdict's number: the best speedup minus the random median,
+    /// `{"value", "ci95": [low, high] or null, "interval": {"kind":
+    /// "bootstrap", "resamples", "trials"} | {"kind": "no_samples"} |
+    /// {"kind": "too_few_samples", "cells"} | {"kind": "unbounded"}}`.
+    pub gain: Gain,
 }
 
 fn schedule_json(s: &Schedule) -> ScheduleJson {
@@ -72,7 +79,8 @@ fn schedule_json(s: &Schedule) -> ScheduleJson {
 
 /// Analyse `m`: best and worst exactly, `trials` random schedules and
 /// re-randomization over 1 to 64 periods (20 000 simulated schedulers
-/// each), all drawn from `seed` on every core.
+/// each), all drawn from `seed` on every core; the gain's interval from
+/// `m.resampling` (none for a matrix given without samples).
 pub fn analyse(m: &Matrix, trials: u64, seed: u64) -> PairsAnalysis {
     analyse_with(m, trials, SCHEDULERS, seed)
 }
@@ -84,10 +92,11 @@ pub fn analyse_with(m: &Matrix, trials: u64, schedulers: usize, seed: u64) -> Pa
     let worst = matching::worst(m);
     let r: RandomStats = random::distribution(m, trials, seed, worst.speedup, best.speedup);
     let rr: Vec<Rerandomized> = rerandomize::rerandomization(m, schedulers, seed);
+    let gain = gain::gain(m, best.speedup - r.p50, trials, seed);
     PairsAnalysis {
         programs: m.names.clone(),
         matrix: m.ws.clone(),
-        verdict: verdict(&m.names, &best, &worst, &r),
+        verdict: verdict(&m.names, &best, &worst, &r, &gain),
         best: schedule_json(&best),
         worst: schedule_json(&worst),
         random: RandomJson {
@@ -106,12 +115,14 @@ pub fn analyse_with(m: &Matrix, trials: u64, schedulers: usize, seed: u64) -> Pa
                 .map(|row| row.iter().map(|c| c.map(|(lo, hi)| [lo, hi])).collect())
                 .collect()
         }),
+        gain,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pairs::matrix::Resampling;
 
     #[test]
     fn the_json_has_the_documented_shape_and_values() {
@@ -128,6 +139,7 @@ mod tests {
             "rerandomization",
             "verdict",
             "cdf",
+            "gain",
         ];
         assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
         assert!(!text.contains("\"ci\""), "no intervals for a file's matrix");
@@ -152,6 +164,23 @@ mod tests {
             "{}",
             a.verdict
         );
+        // The gain, the best 25% against the median 10% (each of the three
+        // schedules is a third of the draws), has no interval: no samples.
+        assert!((a.gain.value - 0.15).abs() < 1e-4, "{:?}", a.gain);
+        assert_eq!(
+            j["gain"],
+            serde_json::json!({
+                "value": a.gain.value,
+                "ci95": null,
+                "interval": {"kind": "no_samples"}
+            })
+        );
+        assert!(
+            a.verdict
+                .contains("(no 95% interval: the matrix was given without samples)"),
+            "{}",
+            a.verdict
+        );
     }
 
     #[test]
@@ -161,12 +190,30 @@ mod tests {
             vec![Some((0.9, 1.1)), Some((1.4, 1.6))],
             vec![Some((1.4, 1.6)), None],
         ]);
-        let j = serde_json::to_value(analyse_with(&m, 1000, 10, 1)).unwrap();
+        m.resampling = Resampling::Replicates(vec![m.ws.clone(); 20]);
+        let a = analyse_with(&m, 1000, 10, 1);
+        let j = serde_json::to_value(&a).unwrap();
         assert_eq!(
             j["ci"],
             serde_json::json!([[[0.9, 1.1], [1.4, 1.6]], [[1.4, 1.6], null]])
         );
-        // Two programs: one schedule, so every number is its speedup.
+        // Two programs: one schedule, so every number is its speedup, and
+        // the gain over the median is 0 in every replicate.
         assert_eq!(j["best"]["speedup"], j["random"]["p50"]);
+        assert_eq!(
+            j["gain"],
+            serde_json::json!({
+                "value": 0.0,
+                "ci95": [0.0, 0.0],
+                "interval": {"kind": "bootstrap", "resamples": 20, "trials": 1000}
+            })
+        );
+        assert!(
+            a.verdict.starts_with(
+                "An ideal scheduler gains 0.0 percentage points (95% CI 0.0–0.0) over"
+            ),
+            "{}",
+            a.verdict
+        );
     }
 }

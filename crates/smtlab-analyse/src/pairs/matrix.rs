@@ -9,6 +9,27 @@
 /// none.
 pub type Intervals = Vec<Vec<Option<(f64, f64)>>>;
 
+/// What a matrix rests on, for the interval of what is computed from the
+/// whole of it (the ideal scheduler's gain, `gain.rs`): a cell's interval
+/// is no help there, since the best schedule and the random median each
+/// combine many cells.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Resampling {
+    /// Given as numbers (a CSV file): there are no samples, so nothing
+    /// computed from the matrix has an interval.
+    #[default]
+    NoSamples,
+    /// Measured: bootstrap replicates of the whole matrix, each square in
+    /// the order of `names`, every cell of one replicate recomputed from
+    /// one resample of the samples it rests on (a program's rate alone is
+    /// resampled once per replicate and serves its whole row, as the
+    /// measured matrix uses one median for it).
+    Replicates(Vec<Vec<Vec<f64>>>),
+    /// Measured, but these co-runs (`a+b`, or `a alone`) had fewer than 3
+    /// successful samples, too few to resample.
+    TooFew(Vec<String>),
+}
+
 /// A checked pair matrix, with 95% intervals when it was measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
@@ -19,6 +40,9 @@ pub struct Matrix {
     /// `ci[i][j]`: the 95% interval of `ws[i][j]` where it was measured
     /// (the pairs study sets it; a matrix read from a file has none).
     pub ci: Option<Intervals>,
+    /// What the gain's interval can be drawn from (the pairs study sets
+    /// it; a matrix read from a file has no samples).
+    pub resampling: Resampling,
 }
 
 /// Why a matrix is not one; every message is one line naming the row,
@@ -149,6 +173,7 @@ impl Matrix {
             names,
             ws,
             ci: None,
+            resampling: Resampling::NoSamples,
         })
     }
 
@@ -193,6 +218,7 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m.ws[0][1], 1.5);
         assert_eq!(m.ci, None);
+        assert_eq!(m.resampling, Resampling::NoSamples);
     }
 
     #[test]

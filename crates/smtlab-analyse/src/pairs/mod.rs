@@ -7,11 +7,14 @@
 //!
 //! Files bottom-up: `matrix` (the checked matrix), `csv` (its file form),
 //! `matching` (exact best and worst, Edmonds' blossom), `random` (random
-//! schedules' distribution), `rerandomize`, `verdict`, `analysis` (all of
-//! it as one serializable value), `text`.
+//! schedules' distribution), `rerandomize`, `gain` (the ideal
+//! scheduler's gain over the median random pairing, with its bootstrap
+//! interval for a measured matrix), `verdict`, `analysis` (all of it as one
+//! serializable value), `text`.
 
 pub mod analysis;
 pub mod csv;
+pub mod gain;
 pub mod matching;
 pub mod matrix;
 pub mod random;
@@ -20,6 +23,7 @@ pub mod text;
 pub mod verdict;
 
 pub use analysis::{analyse, analyse_with, PairsAnalysis, DEFAULT_TRIALS};
-pub use matrix::{Intervals, Matrix, MatrixError};
-pub use text::render_text;
+pub use gain::{Gain, GainInterval, GAIN_TRIALS};
+pub use matrix::{Intervals, Matrix, MatrixError, Resampling};
+pub use text::{intervals_note, render_text};
 pub use verdict::pair_names;

@@ -81,15 +81,7 @@ fn render_matrix(s: &mut String, a: &PairsAnalysis) {
         );
         return;
     }
-    let _ = writeln!(
-        s,
-        "{})",
-        if a.ci.is_some() {
-            "; 95% interval in brackets"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(s, "{})", intervals_note(a));
     let cell = |i: usize, j: usize| -> String {
         let v = a.matrix[i][j];
         match a.ci.as_ref().and_then(|c| c[i][j]) {
@@ -120,6 +112,23 @@ fn render_matrix(s: &mut String, a: &PairsAnalysis) {
             let _ = write!(s, "  {:>cell_w$}", cell(i, j));
         }
         s.push('\n');
+    }
+}
+
+/// What the matrix's heading says of its intervals: nothing for a matrix
+/// given without samples; for a measured one, that they are in brackets,
+/// and — so that a bare number is not read as one without spread — where a
+/// cell has none for lack of samples (fewer than 3 of the pair co-running,
+/// or of either program alone).
+pub fn intervals_note(a: &PairsAnalysis) -> &'static str {
+    let Some(ci) = &a.ci else { return "" };
+    let cells = || ci.iter().flatten();
+    if cells().all(Option::is_some) {
+        "; 95% interval in brackets"
+    } else if cells().all(Option::is_none) {
+        "; no 95% intervals: every cell had fewer than 3 samples"
+    } else {
+        "; 95% interval in brackets, none where a cell had fewer than 3 samples"
     }
 }
 
@@ -158,9 +167,25 @@ mod tests {
             vec![Some((1.4, 1.6)), None],
         ]);
         let text = render_text(&analyse_with(&m, 100, 10, 1));
-        assert!(text.contains("; 95% interval in brackets)"), "{text}");
+        assert!(
+            text.contains(
+                "; 95% interval in brackets, none where a cell had fewer than 3 samples)\n"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("  a              1.00  1.50 [1.40-1.60]\n"),
+            "{text}"
+        );
+        // Every cell with its interval: nothing more to say.
+        m.ci = Some(vec![vec![Some((0.9, 1.1)), Some((1.4, 1.6))]; 2]);
+        let text = render_text(&analyse_with(&m, 100, 10, 1));
+        assert!(text.contains("; 95% interval in brackets)\n"), "{text}");
+        // None: no brackets to speak of.
+        m.ci = Some(vec![vec![None; 2]; 2]);
+        let text = render_text(&analyse_with(&m, 100, 10, 1));
+        assert!(
+            text.contains("; no 95% intervals: every cell had fewer than 3 samples)\n"),
             "{text}"
         );
         let n = WIDEST_MATRIX + 1;

@@ -1,8 +1,9 @@
 //! The verdict of a pairs analysis, one sentence with its numbers (Ruan et
 //! al.'s question: how much does an ideal pairing gain over a random
-//! one?), and the names of a schedule's pairs. Uses `matching` and
-//! `random`.
+//! one?), and the names of a schedule's pairs. Uses `matching`, `random`
+//! and `gain`.
 
+use super::gain::Gain;
 use super::matching::Schedule;
 use super::random::RandomStats;
 
@@ -21,22 +22,25 @@ pub fn pair_names(names: &[String], pairs: &[[usize; 2]]) -> Vec<String> {
         .collect()
 }
 
-/// "An ideal scheduler gains X percentage points over the median random
-/// pairing (best B%, random mean R%, worst W%; ...). Best pairs: ...".
-/// Against the median, not the mean: the median is what a typical random
-/// schedule gets.
+/// "An ideal scheduler gains X percentage points (95% CI L–H) over the
+/// median random pairing (best B%, random mean R%, worst W%; ...). Best
+/// pairs: ...", the interval replaced by why there is none (a matrix given
+/// without samples, too few samples) where there is none. Against the
+/// median, not the mean: the median is what a typical random schedule
+/// gets. `gain` is `best.speedup - random.p50` with its interval.
 pub fn verdict(
     names: &[String],
     best: &Schedule,
     worst: &Schedule,
     random: &RandomStats,
+    gain: &Gain,
 ) -> String {
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
     let pairs: Vec<[usize; 2]> = best.pairs.iter().map(|&(i, j)| [i, j]).collect();
     format!(
-        "An ideal scheduler gains {:.1} percentage points over the median random pairing (best \
-         {}, random mean {}, worst {}; {} random pairings, 5-95% {} to {}). Best pairs: {}.",
-        (best.speedup - random.p50) * 100.0,
+        "An ideal scheduler gains {} over the median random pairing (best {}, random mean {}, \
+         worst {}; {} random pairings, 5-95% {} to {}). Best pairs: {}.",
+        gain.text(),
         pct(best.speedup),
         pct(random.mean),
         pct(worst.speedup),
@@ -50,6 +54,7 @@ pub fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pairs::gain::GainInterval;
 
     #[test]
     fn the_verdict_says_the_gain_over_the_median_with_its_numbers() {
@@ -72,11 +77,32 @@ mod tests {
             p95: 0.24,
             cdf: Vec::new(),
         };
+        let measured = Gain {
+            value: 0.055,
+            ci95: Some([0.031, 0.079]),
+            interval: GainInterval::Bootstrap {
+                resamples: 400,
+                trials: 4000,
+            },
+        };
         assert_eq!(
-            verdict(&names, &best, &worst, &random),
-            "An ideal scheduler gains 5.5 percentage points over the median random pairing \
-             (best 26.0%, random mean 20.0%, worst 12.0%; 10000000 random pairings, 5-95% 15.0% \
-             to 24.0%). Best pairs: a+c, b alone."
+            verdict(&names, &best, &worst, &random, &measured),
+            "An ideal scheduler gains 5.5 percentage points (95% CI 3.1–7.9) over the median \
+             random pairing (best 26.0%, random mean 20.0%, worst 12.0%; 10000000 random \
+             pairings, 5-95% 15.0% to 24.0%). Best pairs: a+c, b alone."
+        );
+        // A matrix given as numbers: the gain has no interval, and says why.
+        let given = Gain {
+            value: 0.055,
+            ci95: None,
+            interval: GainInterval::NoSamples,
+        };
+        assert_eq!(
+            verdict(&names, &best, &worst, &random, &given),
+            "An ideal scheduler gains 5.5 percentage points (no 95% interval: the matrix was \
+             given without samples) over the median random pairing (best 26.0%, random mean \
+             20.0%, worst 12.0%; 10000000 random pairings, 5-95% 15.0% to 24.0%). Best pairs: \
+             a+c, b alone."
         );
     }
 }
