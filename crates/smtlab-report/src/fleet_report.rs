@@ -60,7 +60,7 @@ pub fn fleet_json(fleet: &Fleet) -> serde_json::Value {
 /// same offline, years later.
 const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src \
-'unsafe-inline'; img-src data:\">\n<meta name=\"viewport\" content=\"width=device-width, \
+'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n<meta name=\"viewport\" content=\"width=device-width, \
 initial-scale=1\">\n<meta name=\"generator\" content=\"smtlab\">\n<title>smtlab fleet</title>\n\
 <style>body{font:15px/1.5 system-ui,-apple-system,\"Segoe UI\",\"DejaVu Sans\",sans-serif;\
 color:#1b1b1b;max-width:1120px;margin:0 auto;padding:1.5rem 1.25rem 4rem}h2{border-bottom:1px \
@@ -244,7 +244,7 @@ fn html(fleet: &Fleet, t: &FleetTables, charts: &[DrawnChart], notes: &[String])
         for c in mine {
             let _ = writeln!(
                 h,
-                "<figure id=\"fig-{name}\">{svg}<figcaption><b>{title}</b>. {caption} \
+                "<figure class=\"chart\" id=\"fig-{name}\">{svg}<figcaption><b>{title}</b>. {caption} \
                  (<a href=\"charts/{name}.svg\">SVG</a>, <a href=\"charts/{name}.png\">PNG</a>)\
                  </figcaption></figure>",
                 name = esc(&c.spec.name),
@@ -268,6 +268,7 @@ fn html(fleet: &Fleet, t: &FleetTables, charts: &[DrawnChart], notes: &[String])
         }
         h.push_str("</ul>\n");
     }
+    h.push_str(&crate::render_check::html(charts.len()));
     h.push_str("</body>\n</html>\n");
     h
 }
@@ -469,7 +470,10 @@ mod tests {
         assert!(!html.contains("<w>"), "nothing from data unescaped");
         assert!(html.contains("No chart for jbb: no host has a result for it."));
         assert_eq!(html.matches("<svg").count(), 1);
-        assert!(!html.contains("<script") && !html.contains("http://"));
+        // One script, smtlab's own browser hook; nothing fetched.
+        assert_eq!(html.matches("<script").count(), 1);
+        assert!(html.contains(r#"<p id="render-check" class="muted" data-expected="1">"#));
+        assert!(!html.contains("http://"));
 
         let md = std::fs::read_to_string(&files.markdown).unwrap();
         assert!(

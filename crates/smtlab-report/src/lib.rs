@@ -46,6 +46,7 @@ mod input;
 mod pairs_charts;
 mod pairs_report;
 mod placement_charts;
+mod render_check;
 mod report_html;
 mod results_json;
 mod samples_csv;

@@ -254,7 +254,8 @@ struct HtmlContext<'a> {
     limits: &'a [String],
     tables: Vec<&'a Table>,
     chart_groups: Vec<ChartGroup>,
-    chart_count: usize,
+    /// The browser hook (`render_check`), already rendered: markup, not data.
+    render_check: String,
     model_verdicts: Vec<VerdictView>,
     smt: Vec<SmtView>,
     usl: Vec<UslView>,
@@ -339,7 +340,7 @@ fn html(
             .iter()
             .filter(|t| input.pairs.is_none() || !t.title.starts_with("Pair matrix"))
             .collect(),
-        chart_count: drawn.len(),
+        render_check: crate::render_check::html(drawn.len()),
         chart_groups: groups,
         model_verdicts: a
             .model_verdicts
