@@ -5,9 +5,11 @@
 //! A sample is one server lifetime, so its resource usage is exact and
 //! nothing is shared between samples: the server is started in its own
 //! process group behind `smtlab __gate` (counters attached before it
-//! execs, as for user commands), found ready (`web`: its first line gives
-//! the address; `nginx`: its port accepts), loaded for the window, stopped
-//! with SIGTERM (both stop cleanly on it: `web` prints its stats line) and
+//! execs, as for user commands), found ready (its address: `web`'s first
+//! line, or the port smtlab gave nginx; and ready means answering: a GET
+//! of the file set's first file has its status line back, since nginx
+//! accepts connections before its workers exist), loaded for the window,
+//! stopped with SIGTERM (both stop cleanly on it: `web` prints its stats line) and
 //! reaped; `wait4` gives the CPU time and context switches of the server
 //! and every worker it reaped. Per request: server CPU µs, user and system
 //! apart, and context switches, over the requests answered in the window.
@@ -36,6 +38,7 @@ use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::usage_from_wait4;
 use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_servers::load::probe::{self, ProbeError};
 use smtlab_servers::load::{self, client_cpus, LoadConfig, LoadReport, Urls};
 use smtlab_servers::reference::nginx::{self, NginxConfig};
 use smtlab_sys::{self as sys, ChildEnd};
@@ -60,6 +63,10 @@ const STOP_LIMIT: Duration = Duration::from_secs(10);
 /// timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
+/// How long one readiness request waits for its answer before another is
+/// sent on a new connection (the first may be lost with a worker that
+/// died starting); all of them within the start limit.
+const PROBE_ATTEMPT: Duration = Duration::from_secs(2);
 
 /// How a server point is measured, from its `--param`s and
 /// `--client-cpus`, checked when the run is planned.
@@ -268,8 +275,8 @@ fn run_inner(
     let (mut running, mut counters) = start(point, server, &p, &root, ctx, plan.as_ref())?;
     let sampler = PeakSampler::start(&[running.pid], Duration::from_millis(50), true);
 
-    // Ready: an address to load, or the reason it never came.
-    let ready = wait_ready(&mut running, server, ctx);
+    // Ready: an address that answers, or the reason it never did.
+    let ready = wait_answering(&mut running, server, ctx, &p.files.files[0].path);
     let addr = match ready {
         Ok(Some(a)) => a,
         Ok(None) => {
@@ -546,14 +553,114 @@ pub(crate) fn spawn(
     Ok((running, counters))
 }
 
+/// How long a server may take to start: [`START_LIMIT`], or the run's
+/// `--timeout` when shorter.
+fn start_limit(ctx: &SampleContext) -> Duration {
+    ctx.timeout.map_or(START_LIMIT, |t| t.min(START_LIMIT))
+}
+
 /// The server's address once it accepts connections; `None` on Ctrl-C.
+///
+/// Enough for the chat servers: smtlab's prints its address once its
+/// loops run, ngircd is one process that listens and serves from the same
+/// loop, and the chat load measures only once every client has joined.
+/// The HTTP servers are asked for an answer ([`wait_answering`]).
 pub(crate) fn wait_ready(
     running: &mut Running,
     server: &str,
     ctx: &SampleContext,
 ) -> anyhow::Result<Option<SocketAddr>> {
-    let limit = ctx.timeout.map_or(START_LIMIT, |t| t.min(START_LIMIT));
+    let limit = start_limit(ctx);
+    wait_address(running, server, ctx, Instant::now() + limit, limit, true)
+}
+
+/// The server's address once it answers an HTTP request for `path` (a
+/// whole status line, whatever its code); `None` on Ctrl-C. Accepting a
+/// connection is not answering: nginx's master listens before its workers
+/// exist, and a window opened then measures their start (under emulation
+/// hundreds of milliseconds in which connections wait in the backlog).
+/// Within the same start limit as [`wait_ready`]; the probe's request is
+/// one more the server answers (in `web`'s own count, not in the window's).
+pub(crate) fn wait_answering(
+    running: &mut Running,
+    server: &str,
+    ctx: &SampleContext,
+    path: &str,
+) -> anyhow::Result<Option<SocketAddr>> {
+    let limit = start_limit(ctx);
     let deadline = Instant::now() + limit;
+    // A fixed address is not connected to here: the probe does that.
+    let Some(addr) = wait_address(running, server, ctx, deadline, limit, false)? else {
+        return Ok(None);
+    };
+    let host = addr.to_string();
+    let mut accepted = false;
+    loop {
+        let mut ended = None;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let tried = probe::answer(addr, &host, path, left.min(PROBE_ATTEMPT), || {
+            if ctx.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            match running.ended.try_recv() {
+                Ok(end) => {
+                    ended = Some(end.0);
+                    false
+                }
+                Err(_) => true,
+            }
+        });
+        let why = match tried {
+            Ok(_) => return Ok(Some(addr)),
+            Err(e) => e,
+        };
+        if ctx.stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if ended.is_none() {
+            ended = running.ended.try_recv().ok().map(|e| e.0);
+        }
+        if let Some(end) = ended {
+            let what = if accepted || why.connected() {
+                "answered a request"
+            } else {
+                "accepted connections"
+            };
+            bail!(
+                "the {server} server ended before it {what} ({})",
+                describe(end)
+            );
+        }
+        accepted |= why.connected();
+        if Instant::now() >= deadline {
+            let secs = limit.as_secs_f64();
+            if accepted {
+                bail!(
+                    "the {server} server accepted connections but answered no request within \
+                     {secs} s (GET {path}; last try: {why})"
+                );
+            }
+            bail!("the {server} server did not accept connections within {secs} s ({why})");
+        }
+        if !matches!(why, ProbeError::Silent(_)) {
+            // Refused, dropped or garbled at once: not listening yet, or
+            // not serving yet; try again shortly, not in a spin.
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// The server's address (`web`, `chat`: its first line; nginx, ngircd:
+/// the one smtlab gave it, once it accepts a connection when `connect`),
+/// by `deadline`; `None` on Ctrl-C.
+fn wait_address(
+    running: &mut Running,
+    server: &str,
+    ctx: &SampleContext,
+    deadline: Instant,
+    limit: Duration,
+    connect: bool,
+) -> anyhow::Result<Option<SocketAddr>> {
     loop {
         if ctx.stop.load(Ordering::SeqCst) {
             return Ok(None);
@@ -586,7 +693,7 @@ pub(crate) fn wait_ready(
                 }
             },
             Some(addr) => {
-                if TcpStream::connect_timeout(&addr, POLL).is_ok() {
+                if !connect || TcpStream::connect_timeout(&addr, POLL).is_ok() {
                     return Ok(Some(addr));
                 }
                 std::thread::sleep(POLL);
@@ -675,24 +782,51 @@ fn judge(
         ));
     }
     if report.ok == 0 {
-        let errors: Vec<String> = report
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        return Some((
-            SampleStatus::Failed,
-            format!(
-                "no request answered successfully in the window (errors: {})",
-                if errors.is_empty() {
-                    "none".into()
-                } else {
-                    errors.join(", ")
-                }
-            ),
-        ));
+        return Some((SampleStatus::Failed, nothing_answered(report)));
     }
     None
+}
+
+/// Why a window without a successful answer failed: what was sent, what
+/// was answered (unsuccessfully), what was still waiting at its end, and
+/// the errors, so "no success" and "no error" are never both said alone.
+fn nothing_answered(report: &LoadReport) -> String {
+    let errors: Vec<String> = report
+        .errors
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let errors = if errors.is_empty() {
+        "none".to_string()
+    } else {
+        errors.join(", ")
+    };
+    let (what, answered) = if report.requests == 0 {
+        ("no request answered", String::new())
+    } else {
+        (
+            "no request answered successfully",
+            format!(", {} answered", report.requests),
+        )
+    };
+    let nothing = report.requests == 0 && report.errors.is_empty();
+    // A closed loop sends as soon as its window starts: nothing sent means
+    // its threads first ran after the window (an overloaded machine).
+    let idle = if nothing && report.sent == 0 {
+        " (the load generator's threads did not run in it)"
+    } else {
+        ""
+    };
+    let silent = if nothing && report.in_flight_at_end > 0 {
+        " (the server was not answering)"
+    } else {
+        ""
+    };
+    format!(
+        "{what} in the {} s window: {} sent{idle}{answered}, {} still waiting at its \
+         end{silent}, errors: {errors}",
+        report.seconds, report.sent, report.in_flight_at_end,
+    )
 }
 
 /// CPI and the paper's counters per operation (`unit`: `req`, `msg`), user
@@ -758,6 +892,11 @@ fn fill(
     }
     counter_extras(&sample.counters, per, "req", x);
     x.insert("requests_answered".into(), report.requests as f64);
+    x.insert("requests_sent".into(), report.sent as f64);
+    x.insert(
+        "requests_in_flight_at_end".into(),
+        report.in_flight_at_end as f64,
+    );
     x.insert("mbit_per_s".into(), report.mbit_per_s);
     x.insert("latency_p50_us".into(), report.latency_us.p50);
     x.insert("latency_p99_us".into(), report.latency_us.p99);
@@ -891,6 +1030,207 @@ mod tests {
         assert!(why.contains("SIGSEGV") && why.ends_with(": boom"), "{why}");
         let (s, _) = judge("web", Some(ChildEnd::Exited(1)), &report(5, &[]), "").unwrap();
         assert_eq!(s, SampleStatus::Failed);
+    }
+
+    #[test]
+    fn a_window_without_an_answer_says_what_was_sent_and_still_waiting() {
+        let fine = Some(ChildEnd::Exited(0));
+        let silent = LoadReport {
+            sent: 64,
+            in_flight_at_end: 64,
+            seconds: 0.3,
+            ..Default::default()
+        };
+        let (s, why) = judge("nginx", fine, &silent, "").unwrap();
+        assert_eq!(s, SampleStatus::Failed);
+        assert_eq!(
+            why,
+            "no request answered in the 0.3 s window: 64 sent, 64 still waiting at its end \
+             (the server was not answering), errors: none"
+        );
+        // Answers that were all errors: named, and not "not answering".
+        let refused = LoadReport {
+            requests: 5,
+            sent: 6,
+            in_flight_at_end: 1,
+            errors: [("status_5xx".to_string(), 5)].into(),
+            seconds: 1.0,
+            ..Default::default()
+        };
+        let (_, why) = judge("web", fine, &refused, "").unwrap();
+        assert_eq!(
+            why,
+            "no request answered successfully in the 1 s window: 6 sent, 5 answered, 1 still \
+             waiting at its end, errors: status_5xx 5"
+        );
+        // Nothing sent at all: the client, not the server, did not run.
+        let idle = LoadReport {
+            seconds: 0.3,
+            ..Default::default()
+        };
+        let (_, why) = judge("web", fine, &idle, "").unwrap();
+        assert_eq!(
+            why,
+            "no request answered in the 0.3 s window: 0 sent (the load generator's threads did \
+             not run in it), 0 still waiting at its end, errors: none"
+        );
+    }
+
+    /// A server as `wait_answering` sees it, without a process: an
+    /// address smtlab gave it (as nginx's) and an `ended` that says nothing.
+    struct Fake {
+        running: Running,
+        /// Keeps the `ended` channel open (the server has not ended);
+        /// sending on it says it has.
+        ended: mpsc::Sender<(Option<ChildEnd>, ResourceUsage)>,
+    }
+
+    fn fake(addr: SocketAddr) -> Fake {
+        let (etx, ended) = mpsc::channel();
+        let (_otx, stdout) = mpsc::channel();
+        Fake {
+            running: Running {
+                pid: 0,
+                ended,
+                stdout,
+                stderr: std::thread::spawn(String::new),
+                fixed: Some((addr, tempfile::tempdir().unwrap())),
+            },
+            ended: etx,
+        }
+    }
+
+    fn context(stop: &std::sync::atomic::AtomicBool, timeout: Duration) -> SampleContext<'_> {
+        SampleContext {
+            exe: PathBuf::new(),
+            preloads: Default::default(),
+            timeout: Some(timeout),
+            counters: false,
+            stop,
+            metric_regex: None,
+        }
+    }
+
+    /// nginx under emulation: the port accepts at once (the backlog), the
+    /// requests are read only after `delay` (its workers started), then
+    /// each connection is answered 200 and closed; until `stop`.
+    fn late_server(
+        delay: Duration,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> (SocketAddr, std::thread::JoinHandle<()>) {
+        use std::io::Write;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            l.set_nonblocking(true).unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((mut c, _)) => {
+                        let _ = c.set_nonblocking(false);
+                        let _ = c.set_read_timeout(Some(Duration::from_millis(200)));
+                        let mut b = [0u8; 1024];
+                        let _ = c.read(&mut b);
+                        let _ = c.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        );
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        (addr, h)
+    }
+
+    #[test]
+    fn ready_waits_until_the_server_answers_then_the_window_measures_requests() {
+        let stop_server = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let delay = Duration::from_millis(800);
+        let (addr, server) = late_server(delay, stop_server.clone());
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let ctx = context(&stop, Duration::from_secs(10));
+        let mut f = fake(addr);
+        let t = Instant::now();
+        let ready = wait_answering(&mut f.running, "nginx", &ctx, "/dir00000/class0_0");
+        let waited = t.elapsed();
+        // A window as short as the one that failed under emulation.
+        let report = ready.as_ref().ok().map(|_| {
+            load::run(&LoadConfig {
+                target: addr,
+                host: addr.to_string(),
+                urls: Urls::List(vec!["/x".into()]),
+                connections: 2,
+                keep_alive: false,
+                rate: None,
+                duration: Duration::from_millis(300),
+                warmup: Duration::ZERO,
+                threads: 1,
+                cpus: Vec::new(),
+                verify: false,
+                seed: 1,
+                request_timeout: REQUEST_TIMEOUT,
+            })
+        });
+        stop_server.store(true, Ordering::SeqCst);
+        server.join().unwrap();
+        assert_eq!(ready.unwrap(), Some(addr));
+        assert!(
+            waited >= delay,
+            "ready after {waited:?}, before it answered"
+        );
+        let report = report.unwrap().unwrap();
+        assert!(report.ok > 0, "{report:?}");
+        assert_eq!(judge("nginx", Some(ChildEnd::Exited(0)), &report, ""), None);
+        drop(f.ended);
+    }
+
+    #[test]
+    fn a_server_that_accepts_but_never_answers_is_not_ready() {
+        // Listening, never accepting: connections wait in the backlog.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let ctx = context(&stop, Duration::from_millis(700));
+        let mut f = fake(l.local_addr().unwrap());
+        let t = Instant::now();
+        let e = wait_answering(&mut f.running, "nginx", &ctx, "/dir00000/class0_0").unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.starts_with(
+                "the nginx server accepted connections but answered no request within 0.7 s"
+            ),
+            "{e}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+
+        // Nobody listening at all.
+        let free = l.local_addr().unwrap();
+        drop(l);
+        let mut f = fake(free);
+        let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
+        assert!(
+            format!("{e:#}")
+                .starts_with("the nginx server did not accept connections within 0.7 s"),
+            "{e:#}"
+        );
+
+        // The server ended while it was waited for.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut f = fake(l.local_addr().unwrap());
+        f.ended
+            .send((Some(ChildEnd::Exited(1)), ResourceUsage::default()))
+            .unwrap();
+        let ctx = context(&stop, Duration::from_secs(10));
+        let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
+        assert!(format!("{e:#}").contains("ended before it"), "{e:#}");
+        assert!(format!("{e:#}").contains("exit code 1"), "{e:#}");
+
+        // Ctrl-C while waiting: no error, no address.
+        let mut f = fake(l.local_addr().unwrap());
+        stop.store(true, Ordering::SeqCst);
+        let ctx = context(&stop, Duration::from_secs(10));
+        assert!(wait_answering(&mut f.running, "nginx", &ctx, "/")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

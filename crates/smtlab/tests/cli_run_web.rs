@@ -110,6 +110,16 @@ fn every_architecture_and_nginx_serves_with_its_costs_per_request() {
         assert!(user + sys > 0.5 && user + sys < 1e5, "{what}: {x}");
         assert!(x["voluntary_cs_per_req"].as_f64().unwrap() >= 0.0);
         assert!(x["latency_p50_us"].as_f64().unwrap() > 0.0);
+        // No warm-up: what was answered in the window was sent in it; what
+        // was still waiting at its end is counted apart, at most one per
+        // connection (two: two per worker).
+        let sent = x["requests_sent"].as_f64().unwrap();
+        assert!(
+            sent >= x["requests_answered"].as_f64().unwrap(),
+            "{what}: {x}"
+        );
+        let waiting = x["requests_in_flight_at_end"].as_f64().unwrap();
+        assert!((0.0..=2.0).contains(&waiting), "{what}: {x}");
         if server == "web" {
             // The server counted at least what the client saw answered.
             assert!(

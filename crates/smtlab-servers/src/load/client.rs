@@ -9,7 +9,9 @@
 //! open loop, the requests intended inside the window. After the window
 //! an open loop stops scheduling but lets the requests intended in it
 //! finish (at most the request timeout longer), so a stall at the very end
-//! still shows; those still unanswered then are timeouts.
+//! still shows; those still unanswered then are timeouts. A closed loop
+//! counts what is still waiting at the window's end apart
+//! (`in_flight_at_end`), and both count the requests sent in the window.
 //!
 //! Timing resolution: the loop sleeps in `epoll_wait`, whose timeout is in
 //! milliseconds, so an open-loop request may go out up to about 1 ms after
@@ -234,7 +236,7 @@ impl Client<'_> {
         }
 
         let now = Instant::now();
-        if self.schedule.is_some() {
+        if let Some(s) = &self.schedule {
             // Open loop: what is left of the window's requests after the
             // drain never got an answer in time.
             for c in &mut self.conns {
@@ -242,10 +244,13 @@ impl Client<'_> {
                     self.record.error(r.intended, ErrorKind::Timeout);
                 }
             }
-            if let Some(s) = &self.schedule {
-                let waiting = s.waiting_in(now, window.start);
-                self.record.add_errors(ErrorKind::Timeout, waiting);
-            }
+            let waiting = s.waiting_in(now, window.start);
+            self.record.add_errors(ErrorKind::Timeout, waiting);
+        } else {
+            // Closed loop: what is still waiting when the window ends is
+            // neither an answer nor an error; it is counted apart.
+            let busy = self.conns.iter().filter(|c| c.is_busy()).count();
+            self.record.in_flight_at_end += busy as u64;
         }
         let cpu_start = cpu_start.unwrap_or_default();
         let cpu_end = cpu_end.unwrap_or_else(thread_cpu_time);
@@ -321,6 +326,7 @@ impl Client<'_> {
     }
 
     fn send(&mut self, k: usize, intended: Instant, now: Instant) -> Result<(), ErrorKind> {
+        self.record.sent(intended);
         let (path, check) = self.picker.next();
         let request = InFlight {
             intended,
@@ -354,8 +360,10 @@ impl Client<'_> {
 }
 
 /// Record how a request ended: in the open loop by its intended time, in
-/// the closed loop by when it ended.
+/// the closed loop by when it ended (one that ended after the window was
+/// still waiting at its end).
 fn record(record: &mut Record, open: bool, now: Instant, e: Ended) {
+    let after_end = |at: Instant| !open && at >= record.window().end;
     match e {
         Ended::Answered {
             intended,
@@ -363,6 +371,10 @@ fn record(record: &mut Record, open: bool, now: Instant, e: Ended) {
             answer,
         } => {
             let at = if open { intended } else { done };
+            if after_end(at) {
+                record.in_flight_at_end += 1;
+                return;
+            }
             record.answer(at, intended, done, &answer);
         }
         Ended::Failed { intended, kind } => {
@@ -370,6 +382,10 @@ fn record(record: &mut Record, open: bool, now: Instant, e: Ended) {
                 Some(t) if open => t,
                 _ => now,
             };
+            if intended.is_some() && after_end(at) {
+                record.in_flight_at_end += 1;
+                return;
+            }
             record.error(at, kind);
         }
     }

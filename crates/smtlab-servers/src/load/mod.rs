@@ -11,6 +11,8 @@
 //! * `urls.rs`: which path each request asks for, and its body check;
 //! * `record.rs`: latencies (HdrHistogram), answers, errors by kind;
 //! * `cpu.rs`: the client's own CPU time and when it was the bottleneck;
+//! * [`probe`]: whether a server answers at all (one request, its status
+//!   line waited for), asked before a measured window opens;
 //! * [`client_cpus`]: which CPUs `smtlab load` pins itself to (those the
 //!   server does not use).
 //!
@@ -19,7 +21,12 @@
 //! with its latency from its intended time — the run goes on after the
 //! window (at most the request timeout) until they have ended, and those
 //! without an answer by then are timeouts, so a stall at the very end is
-//! not lost either. Errors count only the kinds that happened.
+//! not lost either. Errors count only the kinds that happened. Beside
+//! them, what was sent in the window (`sent`) and, in a closed loop, what
+//! was still waiting for its answer when the window ended
+//! (`in_flight_at_end`: neither an answer nor an error), so a server that
+//! accepted connections but answered nothing is told apart from one that
+//! was never asked.
 //!
 //! Before the run one connection is opened and closed to check that the
 //! server is there ([`LoadError::Unreachable`] if not); a server counting
@@ -41,6 +48,7 @@ mod client;
 mod connection;
 pub(crate) mod cpu;
 mod open_loop;
+pub mod probe;
 mod record;
 mod response;
 mod urls;
@@ -151,6 +159,16 @@ pub struct LoadReport {
     /// The client, not the server, limited the throughput (its CPUs were
     /// saturated): every output says so.
     pub client_bound: bool,
+    /// Requests sent in the window (closed loop: sent in it; open loop:
+    /// intended in it and sent), whatever became of them; a send that
+    /// failed at once (connect refused) counts, and is an error too.
+    pub sent: u64,
+    /// Closed loop: requests still waiting for their answer when the
+    /// window ended, counted neither as answered nor as errors (a server
+    /// that accepts connections but does not answer shows here, not in
+    /// `errors`). Open loop: 0, since what is still waiting after the drain
+    /// is a `timeout`.
+    pub in_flight_at_end: u64,
 }
 
 /// Why a load run could not be made.
@@ -382,5 +400,82 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         client_cpu_s: cpu_s,
         client_cpu_share: share,
         client_bound: share >= CLIENT_BOUND_SHARE,
+        sent: merged.sent,
+        in_flight_at_end: merged.in_flight_at_end,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn config(target: SocketAddr, connections: usize) -> LoadConfig {
+        LoadConfig {
+            target,
+            host: target.to_string(),
+            urls: Urls::List(vec!["/a".into()]),
+            connections,
+            keep_alive: false,
+            rate: None,
+            duration: Duration::from_millis(300),
+            warmup: Duration::ZERO,
+            threads: 1,
+            cpus: Vec::new(),
+            verify: false,
+            seed: 1,
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn a_server_that_accepts_but_never_answers_leaves_every_request_in_flight() {
+        // Listening, never accepting: every connection completes in the
+        // kernel's backlog and its request is never read (nginx's master
+        // before its workers exist).
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let r = run(&config(l.local_addr().unwrap(), 4)).unwrap();
+        assert_eq!((r.requests, r.ok), (0, 0), "{r:?}");
+        assert!(r.errors.is_empty(), "{r:?}");
+        assert_eq!(r.sent, 4, "{r:?}");
+        assert_eq!(r.in_flight_at_end, 4, "{r:?}");
+    }
+
+    #[test]
+    fn what_was_sent_is_answered_failed_or_still_in_flight() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let server = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((mut c, _)) => {
+                        let _ = c.set_nonblocking(false);
+                        let _ = c.set_read_timeout(Some(Duration::from_millis(200)));
+                        let mut b = [0u8; 512];
+                        let _ = c.read(&mut b);
+                        let _ = c.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        );
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        });
+        let r = run(&config(addr, 3));
+        stop.store(true, Ordering::SeqCst);
+        server.join().unwrap();
+        let r = r.unwrap();
+        assert!(r.ok > 0, "{r:?}");
+        let errors: u64 = r.errors.values().sum();
+        // No warm-up and a connection per request: every request sent in
+        // the window is one of the three.
+        assert_eq!(r.sent, r.requests + errors + r.in_flight_at_end, "{r:?}");
+        assert!(r.in_flight_at_end <= 3, "{r:?}");
+    }
 }

@@ -87,6 +87,10 @@ pub struct Record {
     pub errors: [u64; ErrorKind::ALL.len()],
     pub bytes: u64,
     pub late_sends: u64,
+    /// Requests sent (closed loop) or intended (open loop) in the window.
+    pub sent: u64,
+    /// Requests still waiting for an answer when the recording ended.
+    pub in_flight_at_end: u64,
 }
 
 impl Record {
@@ -100,6 +104,8 @@ impl Record {
             errors: [0; ErrorKind::ALL.len()],
             bytes: 0,
             late_sends: 0,
+            sent: 0,
+            in_flight_at_end: 0,
         }
     }
 
@@ -148,6 +154,14 @@ impl Record {
         self.errors[i] += n;
     }
 
+    /// A request went out (or was meant to, open loop) at `at`; counted
+    /// when `at` is in the window.
+    pub fn sent(&mut self, at: Instant) {
+        if self.window.contains(at) {
+            self.sent += 1;
+        }
+    }
+
     /// Open loop: a request meant for `intended` found no free connection.
     pub fn late_send(&mut self, intended: Instant) {
         if self.window.contains(intended) {
@@ -166,6 +180,8 @@ impl Record {
         }
         self.bytes += other.bytes;
         self.late_sends += other.late_sends;
+        self.sent += other.sent;
+        self.in_flight_at_end += other.in_flight_at_end;
     }
 
     /// Errors by name, the kinds that happened only.
