@@ -17,7 +17,7 @@ use smtlab_store::{Store, StoreError};
 use smtlab_topology::Topology;
 use smtlab_types::{HostFacts, Metric, Program, RunRecord, RunSummary};
 
-use crate::analysis::recommend::{NO_SMT_REASON, NO_STUDY_REASON};
+use crate::analysis::recommend::{NO_SMT_REASON, NO_STUDY_REASON, SMT_SWITCHED_OFF_REASON};
 use crate::analysis::{analyze, Recommendation, SeriesKey, SmtAdvice};
 use crate::host_facts::{compare_facts, compared_values, FactComparison, COMPARED};
 use crate::summary::{run_data, RunData};
@@ -155,6 +155,9 @@ fn smt_phrase(smt: &SmtAdvice) -> String {
         SmtAdvice::DoesNotPay { gain, .. } => format!("SMT does not pay ({})", pct(*gain)),
         SmtAdvice::CannotTell { gain, .. } => format!("SMT undecided ({})", pct(*gain)),
         SmtAdvice::Unknown { reason } if reason == NO_SMT_REASON => "no SMT".into(),
+        SmtAdvice::Unknown { reason } if reason == SMT_SWITCHED_OFF_REASON => {
+            "SMT switched off".into()
+        }
         SmtAdvice::Unknown { reason } if reason == NO_STUDY_REASON => "SMT not studied".into(),
         SmtAdvice::Unknown { .. } => "SMT unknown".into(),
     }

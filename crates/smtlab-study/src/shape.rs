@@ -48,9 +48,22 @@ pub fn ladder(max: usize) -> Vec<usize> {
     v
 }
 
-/// The no-SMT sentence: what is missing, and what hardware would show it.
+/// The no-SMT sentence: what is missing, and what hardware would show it
+/// (or, when the kernel's SMT switch is off, how to switch it back on).
 pub(crate) fn no_smt_sentence(topo: &Topology, what: &str) -> String {
     let cores = topo.cores.len();
+    if topo.smt_switched_off() {
+        return format!(
+            "SMT is switched off on this machine (/sys/devices/system/cpu/smt/control is \
+             \"{}\": the kernel took every core's siblings offline, leaving {cores} core{} of one \
+             PU each), so {what} cannot be measured here; as root, `echo on > \
+             /sys/devices/system/cpu/smt/control` brings the siblings back, and this study would \
+             then put threads on one core's siblings and show what each extra sibling adds. What \
+             can be measured here was run.",
+            topo.smt_control.as_deref().unwrap_or("off"),
+            if cores == 1 { "" } else { "s" }
+        );
+    }
     format!(
         "This machine has no SMT ({cores} core{}, one PU per core), so {what} cannot be measured \
          here; on a machine with 2 or more PUs per core (e.g. Intel Hyper-Threading, AMD SMT, \
@@ -58,4 +71,30 @@ pub(crate) fn no_smt_sentence(topo: &Topology, what: &str) -> String {
          each extra sibling adds. What can be measured here was run.",
         if cores == 1 { "" } else { "s" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtlab_topology::synthetic;
+
+    #[test]
+    fn no_smt_says_whether_the_hardware_lacks_it_or_the_kernel_switched_it_off() {
+        let mut topo = synthetic::parse("package:2 core:2").unwrap();
+        let none = no_smt_sentence(&topo, "SMT scalability");
+        assert!(
+            none.starts_with("This machine has no SMT (4 cores, one PU per core)"),
+            "{none}"
+        );
+        topo.smt_control = Some("off".into());
+        let off = no_smt_sentence(&topo, "SMT scalability");
+        assert!(
+            off.starts_with(
+                "SMT is switched off on this machine (/sys/devices/system/cpu/smt/control is \
+                 \"off\": the kernel took every core's siblings offline, leaving 4 cores of one PU \
+                 each), so SMT scalability cannot be measured here"
+            ) && off.contains("`echo on > /sys/devices/system/cpu/smt/control`"),
+            "{off}"
+        );
+    }
 }

@@ -541,6 +541,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         numa_nodes,
         cpu_kinds,
         cpuset_source: raw.cpuset_source.clone(),
+        smt_control: raw.smt_control.clone(),
         notes,
         raw,
     }

@@ -122,6 +122,11 @@ pub struct Topology {
     pub cpu_kinds: Vec<CpuKind>,
     /// Where the cpuset came from (`/sys/fs/cgroup/.../cpuset.cpus.effective`).
     pub cpuset_source: Option<String>,
+    /// The kernel's SMT switch (`/sys/devices/system/cpu/smt/control`):
+    /// `off` or `forceoff` means the cores have siblings the kernel took
+    /// offline, not that the machine has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt_control: Option<String>,
     /// Fallbacks taken where the source lacked something, in plain words.
     pub notes: Vec<String>,
     #[serde(skip)]
@@ -134,6 +139,12 @@ impl Topology {
             .binary_search_by_key(&os_index, |p| p.os_index)
             .ok()
             .map(|i| &self.pus[i])
+    }
+
+    /// SMT is switched off at run time (`smt/control` is `off` or
+    /// `forceoff`): siblings exist but are offline.
+    pub fn smt_switched_off(&self) -> bool {
+        matches!(self.smt_control.as_deref(), Some("off" | "forceoff"))
     }
 
     pub fn online(&self) -> CpuSet {

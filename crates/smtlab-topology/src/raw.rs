@@ -97,6 +97,9 @@ pub struct RawTopology {
     pub nodes: Vec<RawNode>,
     pub kinds: Vec<RawKind>,
     pub cpuset_source: Option<String>,
+    /// `/sys/devices/system/cpu/smt/control` (`on`, `off`, `forceoff`,
+    /// `notsupported`, `notimplemented`), when the kernel has it.
+    pub smt_control: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -111,6 +114,7 @@ impl Default for RawTopology {
             nodes: Vec::new(),
             kinds: Vec::new(),
             cpuset_source: None,
+            smt_control: None,
             notes: Vec::new(),
         }
     }

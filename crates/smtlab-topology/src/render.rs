@@ -27,7 +27,9 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `1 package, 2 cores, 2 PUs, SMT off`, then what is not usable, if any.
+/// `1 package, 2 cores, 2 PUs, SMT off` (`SMT switched off` when the
+/// kernel's SMT switch took the siblings offline), then what is not usable,
+/// if any.
 pub fn summary_line(t: &Topology) -> String {
     let online = t.online();
     let allowed = t.allowed();
@@ -36,7 +38,10 @@ pub fn summary_line(t: &Topology) -> String {
         per_core.iter().copied().min().unwrap_or(0),
         per_core.iter().copied().max().unwrap_or(0),
     );
-    let smt = if hi <= 1 {
+    let smt = if hi <= 1 && t.smt_switched_off() {
+        // Siblings exist; the kernel's SMT switch took them offline.
+        "SMT switched off".to_string()
+    } else if hi <= 1 {
         "SMT off".to_string()
     } else if lo == hi {
         format!("SMT on ({hi} PUs per core)")

@@ -314,6 +314,10 @@ fn read_raw(root: &Path) -> Result<RawTopology, SysfsError> {
 
     let cpuset = read_cpuset(root, &files);
     raw.cpuset_source = cpuset.source.clone();
+    raw.smt_control = std::fs::read_to_string(cpu_dir.join("smt/control"))
+        .ok()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty());
 
     let mut missing_topology = Vec::new();
     let mut bad_core_id: Vec<(u32, String)> = Vec::new();

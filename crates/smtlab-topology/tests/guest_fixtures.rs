@@ -55,6 +55,7 @@ fn shape_a_one_package_two_cores_two_threads() {
 #[test]
 fn shape_b_two_packages_two_nodes() {
     let (_tmp, t) = load("8em64t-2s2c2t-2n-qemu");
+    assert_eq!(t.smt_control.as_deref(), Some("on"));
     assert_eq!(
         summary_line(&t),
         "2 packages, 4 cores, 8 PUs, SMT on (2 PUs per core), 2 NUMA nodes"
@@ -84,6 +85,9 @@ fn shape_c_smt4() {
 fn shape_d_smt_off_at_run_time_and_a_cpu_offline() {
     let (_tmp, t) = load("8em64t-2s2c2t-2n-smtoff-qemu");
     assert!(!t.smt_active());
+    // The kernel's switch, not a machine without siblings.
+    assert_eq!(t.smt_control.as_deref(), Some("off"));
+    assert!(t.smt_switched_off());
     let offline: CpuSet = t
         .pus
         .iter()
@@ -93,7 +97,7 @@ fn shape_d_smt_off_at_run_time_and_a_cpu_offline() {
     assert_eq!(offline, set("1,3,5-7"));
     assert_eq!(
         summary_line(&t),
-        "2 packages, 3 cores, 3 PUs, SMT off, 2 NUMA nodes; 5 PUs offline"
+        "2 packages, 3 cores, 3 PUs, SMT switched off, 2 NUMA nodes; 5 PUs offline"
     );
     // Placements never choose an offline PU.
     assert_eq!(cpus(&t, "compact", 3), [0, 2, 4]);

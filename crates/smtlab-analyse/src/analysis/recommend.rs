@@ -49,6 +49,12 @@ pub const MEASURE_LONGER: &str = "measure longer: raise --max-time or --min-samp
 pub const NO_SMT_REASON: &str =
     "this machine has no SMT (one PU per core), so whether SMT pays was not measured";
 
+/// Why SMT could not be judged on a machine whose kernel switched it off.
+pub const SMT_SWITCHED_OFF_REASON: &str =
+    "SMT is switched off on this machine (/sys/devices/system/cpu/smt/control), so whether SMT \
+     pays was not measured; as root, `echo on > /sys/devices/system/cpu/smt/control` brings the \
+     siblings back";
+
 /// Why SMT could not be judged on a machine with it.
 pub const NO_STUDY_REASON: &str = "the SMT study was not run";
 
@@ -288,6 +294,9 @@ fn smt_advice(
                 },
             }
         }
+        None if topo.smt_switched_off() => SmtAdvice::Unknown {
+            reason: SMT_SWITCHED_OFF_REASON.into(),
+        },
         None if !topo.smt_active() => SmtAdvice::Unknown {
             reason: NO_SMT_REASON.into(),
         },
@@ -560,6 +569,32 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn smt_switched_off_by_the_kernel_is_not_a_machine_without_smt() {
+        let pts = vec![mk(0, Model::Thread, 1, 1.0e6, 0.005, ops())];
+        let mut topo = no_smt();
+        assert_eq!(
+            recommend(&pts, &[], &topo, 1).0[0].smt,
+            SmtAdvice::Unknown {
+                reason: NO_SMT_REASON.into()
+            }
+        );
+        topo.smt_control = Some("forceoff".into());
+        let r = recommend(&pts, &[], &topo, 1).0.remove(0);
+        assert_eq!(
+            r.smt,
+            SmtAdvice::Unknown {
+                reason: SMT_SWITCHED_OFF_REASON.into()
+            }
+        );
+        assert!(
+            r.sentence
+                .contains("Whether SMT pays: unknown — SMT is switched off on this machine"),
+            "{}",
+            r.sentence
+        );
     }
 
     #[test]
