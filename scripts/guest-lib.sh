@@ -1,4 +1,4 @@
-# Sourced inside an emulated guest (see scripts/guest): `guest_step NAME SECS
+# Sourced inside an emulated guest (see scripts/guest). `guest_step NAME SECS
 # CMD...` runs one command with a time limit and keeps what it did in
 # $GUEST_OUT/steps/NAME.{out,err,status,seconds}.
 #
@@ -46,4 +46,31 @@ guest_step() {
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/$name.seconds"
   echo "guest: step $name: exit $status after $(cat "$dir/$name.seconds") s" >&2
   return "$status"
+}
+
+# Machine set-ups a scenario may apply before its steps (as root inside the
+# guest).
+
+# SMT off at run time, as `smtlab doctor` suggests: every second sibling
+# goes offline.
+guest_smt_off() {
+  echo off >/sys/devices/system/cpu/smt/control
+}
+
+# CPUs taken offline: guest_offline 6 [7 ...].
+guest_offline() {
+  local cpu
+  for cpu in "$@"; do
+    echo 0 >"/sys/devices/system/cpu/cpu$cpu/online"
+  done
+}
+
+# This shell (and so every later step) moved into a cgroup v2 cpuset that
+# allows only the CPUs of LIST (e.g. 0-1,4).
+guest_cpuset() {
+  local cg=/sys/fs/cgroup/smtlab-guest
+  echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control
+  mkdir -p "$cg"
+  echo "$1" >"$cg/cpuset.cpus"
+  echo $$ >"$cg/cgroup.procs"
 }

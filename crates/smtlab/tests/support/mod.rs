@@ -2,6 +2,8 @@
 //! subset of them).
 #![allow(dead_code)]
 
+pub mod guest;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
