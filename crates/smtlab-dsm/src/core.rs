@@ -37,6 +37,15 @@ pub struct Waits {
 }
 
 impl Waits {
+    /// What has arrived, in one line (for a rank that waited too long).
+    pub fn summary(&self) -> String {
+        format!(
+            "page arrived {}, diff acks owed {}, lock granted {}, barrier go {}, bye {}, \
+             statistics gathered {}",
+            self.page_arrived, self.diff_acks, self.granted, self.go, self.bye, self.gathers
+        )
+    }
+
     fn new(ranks: usize, pages: usize) -> Waits {
         Waits {
             notices: Vec::with_capacity(pages),
@@ -116,6 +125,8 @@ pub struct Core {
     pub serve_queue: Option<VecDeque<(usize, Vec<u8>)>>,
     /// Requests served for other ranks (and for this one's managers).
     pub served: u64,
+    /// Every rank's address (for [`Core::state_line`]).
+    peers: Vec<SocketAddr>,
 }
 
 /// Where managers' and servers' messages go.
@@ -183,6 +194,7 @@ impl Core {
             pending: VecDeque::with_capacity(64),
             serve_queue: thr3.then(|| VecDeque::with_capacity(256)),
             served: 0,
+            peers: Vec::new(),
         }
     }
 
@@ -192,6 +204,7 @@ impl Core {
     /// simply stays unconnected.
     pub fn set_peers(&mut self, peers: Vec<SocketAddr>) {
         let two = peers.len() == 2;
+        self.peers = peers.clone();
         self.net.set_peers(peers);
         if two {
             let _ = self.net.connect_peer(1 - self.rank);
@@ -422,6 +435,36 @@ impl Core {
 
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
+    }
+
+    /// What this rank's communication looks like, in one line: for a
+    /// rank that waited too long, to say why.
+    pub fn state_line(&self) -> String {
+        let c = self.ep.counters();
+        let in_flight: Vec<String> = (0..self.ep.config().ranks)
+            .filter(|&r| r != self.rank)
+            .map(|r| format!("{r}:{}", self.ep.in_flight(r)))
+            .collect();
+        let at = self
+            .net
+            .local_addr()
+            .map_or_else(|e| e.to_string(), |a| a.to_string());
+        let peers: Vec<String> = self.peers.iter().map(ToString::to_string).collect();
+        format!(
+            "socket {at}, ranks at [{}], datagrams in flight to each rank [{}], messages \
+             waiting for the window {}, messages sent {}, received {}, retransmissions {}, \
+             duplicates {}, strangers {}, send errors {}, receive errors {}",
+            peers.join(" "),
+            in_flight.join(" "),
+            self.pending.len(),
+            c.messages_sent,
+            c.messages_received,
+            c.retransmissions,
+            c.duplicates_dropped,
+            c.strangers_dropped,
+            self.net.send_errors(),
+            self.net.recv_errors()
+        )
     }
 
     /// Acknowledge now what is owed (before sleeping).

@@ -147,6 +147,9 @@ pub struct Node {
     /// handler, poll's checks), and whether it is waiting.
     serve_ns: AtomicU64,
     waiting: AtomicBool,
+    /// `sigio`: handler runs, and those that found the core taken.
+    io_signals: AtomicU64,
+    io_busy: AtomicU64,
     last_poll: AtomicU64,
     /// Where `section_end` stopped the clock: the time and the counters.
     section_end: Mutex<Option<(f64, Snapshot)>>,
@@ -216,6 +219,8 @@ impl Node {
             stop: AtomicBool::new(false),
             serve_ns: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
+            io_signals: AtomicU64::new(0),
+            io_busy: AtomicU64::new(0),
             last_poll: AtomicU64::new(0),
             section_end: Mutex::new(None),
             thread_cpu: names.iter().map(|n| (*n, AtomicU64::new(0))).collect(),
@@ -307,8 +312,11 @@ impl Node {
             return;
         }
         let t0 = now_ns();
+        self.io_signals.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut core) = self.core.try_lock() {
             core.service(&self.region);
+        } else {
+            self.io_busy.fetch_add(1, Ordering::Relaxed);
         }
         if !self.waiting.load(Ordering::Relaxed) {
             self.serve_ns.fetch_add(now_ns() - t0, Ordering::Relaxed);
@@ -457,18 +465,23 @@ impl Node {
     /// than [`STALL_LIMIT_NS`] means a rank died or the network is gone:
     /// this rank gives up (a panic, so the process ends with the reason;
     /// whoever launched the ranks stops the others).
-    fn wait(&self, done: impl Fn(&Waits) -> bool) -> u64 {
+    fn wait(&self, what: &str, done: impl Fn(&Waits) -> bool) -> u64 {
         let t0 = now_ns();
-        let done = |w: &Waits| {
+        let done = |core: &Core| {
             if now_ns() - t0 > STALL_LIMIT_NS {
                 panic!(
                     "rank {}: no reply from the other ranks for {} s (a rank died, or the \
-                     network between them is gone)",
+                     network between them is gone), waiting for {what}: {}; {}; I/O signals \
+                     {}, {} of them finding the core taken",
                     self.rank,
-                    STALL_LIMIT_NS / 1_000_000_000
+                    STALL_LIMIT_NS / 1_000_000_000,
+                    core.waits.summary(),
+                    core.state_line(),
+                    self.io_signals.load(Ordering::Relaxed),
+                    self.io_busy.load(Ordering::Relaxed),
                 );
             }
-            done(w)
+            done(&core.waits)
         };
         self.waiting.store(true, Ordering::Relaxed);
         match self.comm {
@@ -477,7 +490,7 @@ impl Node {
                 loop {
                     let finished = {
                         let mut core = self.lock_core();
-                        let d = done(&core.waits);
+                        let d = done(&core);
                         if !d {
                             core.flush_acks();
                         }
@@ -502,7 +515,7 @@ impl Node {
                 // tick late; when a timer is due sooner than
                 // READ_TIMEOUT_SLACK, poll (precise) and then read.
                 let mut core = self.lock_core();
-                while !done(&core.waits) {
+                while !done(&core) {
                     core.flush_pending();
                     core.tick();
                     core.flush_acks();
@@ -522,7 +535,7 @@ impl Node {
             }
             Comm::Thr1 | Comm::Thr2 | Comm::Thr3 => {
                 let mut core = self.lock_core();
-                while !done(&core.waits) {
+                while !done(&core) {
                     core = self
                         .replies
                         .wait_timeout(core, Duration::from_millis(10))
@@ -547,7 +560,7 @@ impl Node {
         // is here, in the fault handler, until the reply is in the page
         // (written through the DSM's view, the same memory).
         self.protect(p, PageAccess::Read);
-        m.wait_ns += self.wait(|w| w.page_arrived);
+        m.wait_ns += self.wait("a page", |w| w.page_arrived);
         m.getp += 1;
     }
 
@@ -630,7 +643,7 @@ impl Node {
         m.dirty = dirty;
         if sent > 0 {
             m.diffs += sent;
-            m.wait_ns += self.wait(|w| w.diff_acks == 0);
+            m.wait_ns += self.wait("diff acks", |w| w.diff_acks == 0);
         }
     }
 
@@ -747,7 +760,7 @@ impl Node {
     fn wait_until(&self, done: impl Fn(&Waits) -> bool, deadline: u64) -> Result<(), ()> {
         // `wait` returns only once its condition holds: `done`, or the
         // deadline passed; which of the two is read back once.
-        self.wait(|w| done(w) || now_ns() >= deadline);
+        self.wait("the end of the run", |w| done(w) || now_ns() >= deadline);
         if self.with_core(|c| done(&c.waits)) {
             Ok(())
         } else {
@@ -871,7 +884,7 @@ impl Shared for Node {
         let len = protocol::start(&mut m.msg, protocol::ACQ, id as u32);
         let manager = Managers::manager_of(id, self.ranks);
         self.request(manager, &m.msg[..len], |w| w.granted = false);
-        m.wait_ns += self.wait(|w| w.granted);
+        m.wait_ns += self.wait("a lock", |w| w.granted);
         self.invalidate(&mut m);
         m.locks += 1;
         m.sync_ns += now_ns() - t0;
@@ -904,7 +917,7 @@ impl Shared for Node {
         m.interval.clear();
         self.request(0, &msg[..len], |w| w.go = false);
         m.msg = msg;
-        m.wait_ns += self.wait(|w| w.go);
+        m.wait_ns += self.wait("a barrier", |w| w.go);
         self.invalidate(&mut m);
         m.epoch += 1;
         m.barriers += 1;

@@ -36,7 +36,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// publishing its address unnoticed.
 const MEET_TIMEOUT_S: u64 = 60;
 
-/// The stderr a rank's failure quotes, at most (its last line is kept).
+/// The stderr a rank's failure quotes, at most: its last bytes, and its
+/// first panic's report (see [`RankStderr`]).
 const KEEP_STDERR: usize = 4096;
 
 /// Run one sample of a DSM point.
@@ -118,7 +119,8 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         }
     }
 
-    // Readers: rank 0's whole stdout (one line), every rank's stderr tail.
+    // Readers: rank 0's whole stdout (one line), every rank's stderr (its
+    // tail and its first panic).
     // Threads are made with `Builder`: at the process limit (which counts
     // threads) the sample fails with the reason instead of a panic.
     let mut thread_failure: Option<String> = None;
@@ -136,7 +138,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         let err = c.stderr.take().expect("taken once");
         match std::thread::Builder::new()
             .name(format!("rank-{rank}-err"))
-            .spawn(move || tail(err, KEEP_STDERR))
+            .spawn(move || RankStderr::read(err, KEEP_STDERR))
         {
             Ok(h) => stderr_tails.push(Some(h)),
             Err(e) => {
@@ -221,7 +223,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     if interrupted {
         return Outcome::Interrupted;
     }
-    let stderr: Vec<String> = stderr_tails
+    let stderr: Vec<RankStderr> = stderr_tails
         .into_iter()
         .map(|t| t.and_then(|h| h.join().ok()).unwrap_or_default())
         .collect();
@@ -255,7 +257,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         );
     }
     if let Some(rank) = first_failure {
-        let said = last_line(&stderr[rank]);
+        let said = stderr[rank].said();
         let said = if said.is_empty() {
             String::new()
         } else {
@@ -290,8 +292,8 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             SampleStatus::Failed,
             format!(
                 "rank 0 printed no report ({e}){}",
-                match last_line(&stderr[0]) {
-                    "" => String::new(),
+                match stderr[0].said() {
+                    s if s.is_empty() => String::new(),
                     s => format!(": {s}"),
                 }
             ),
@@ -478,6 +480,110 @@ fn last_line(text: &str) -> &str {
         .unwrap_or_default()
 }
 
+/// What a rank wrote on stderr: the last bytes, and its first panic's
+/// report from the `panicked at` line on. A panic's report is followed by
+/// a note on backtraces, or by the backtrace itself, which would push the
+/// message out of the tail and leave the note as the rank's last word.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct RankStderr {
+    tail: String,
+    panic: String,
+}
+
+impl RankStderr {
+    /// Read `r` until it closes, keeping the last `keep` bytes, and at
+    /// most `keep` bytes of the first panic's report.
+    fn read(r: impl Read, keep: usize) -> RankStderr {
+        let mut tail: Vec<u8> = Vec::new();
+        let mut line: Vec<u8> = Vec::new();
+        let mut panic: Vec<u8> = Vec::new();
+        let mut panicked = false;
+        let mut take_line = |line: &mut Vec<u8>, panic: &mut Vec<u8>| {
+            if !panicked && contains(line, PANICKED_AT.as_bytes()) {
+                panicked = true;
+            }
+            if panicked && panic.len() < keep {
+                let room = keep - panic.len();
+                panic.extend_from_slice(&line[..line.len().min(room)]);
+            }
+            line.clear();
+        };
+        let mut reader = BufReader::new(r);
+        loop {
+            let chunk = match reader.fill_buf() {
+                Ok([]) | Err(_) => break,
+                Ok(c) => c.to_vec(),
+            };
+            reader.consume(chunk.len());
+            for piece in chunk.split_inclusive(|&b| b == b'\n') {
+                // A line longer than `keep` is cut: only its start can
+                // hold the `panicked at`.
+                let room = keep.saturating_sub(line.len());
+                line.extend_from_slice(&piece[..piece.len().min(room)]);
+                if piece.ends_with(b"\n") {
+                    take_line(&mut line, &mut panic);
+                }
+            }
+            tail.extend_from_slice(&chunk);
+            if tail.len() > keep.saturating_mul(2) {
+                tail.drain(..tail.len() - keep);
+            }
+        }
+        if !line.is_empty() {
+            take_line(&mut line, &mut panic);
+        }
+        if tail.len() > keep {
+            tail.drain(..tail.len() - keep);
+        }
+        RankStderr {
+            tail: String::from_utf8_lossy(&tail).into_owned(),
+            panic: String::from_utf8_lossy(&panic).into_owned(),
+        }
+    }
+
+    /// What a failure quotes: the panic (`panicked at FILE:LINE:COL:
+    /// MESSAGE`) if the rank panicked, else its last line.
+    fn said(&self) -> String {
+        panic_summary(&self.panic).unwrap_or_else(|| last_line(&self.tail).to_string())
+    }
+}
+
+/// What the standard panic hook writes before the location.
+const PANICKED_AT: &str = "panicked at ";
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The first panic in `text` as one line, `panicked at FILE:LINE:COL:
+/// MESSAGE`: the hook's `thread 'main' panicked at FILE:LINE:COL:` line
+/// and the message on the lines after it, up to the note on backtraces,
+/// the backtrace or another thread's panic. (Before Rust 1.73 the hook
+/// wrote `panicked at 'MESSAGE', FILE:LINE:COL` on one line: kept as it
+/// is.)
+fn panic_summary(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let first = lines.find(|l| l.contains(PANICKED_AT))?;
+    let at = first[first.find(PANICKED_AT)?..].trim_end();
+    let Some(location) = at.strip_suffix(':') else {
+        return Some(at.to_string());
+    };
+    let message: Vec<&str> = lines
+        .take_while(|l| {
+            !(l.starts_with("note: ")
+                || l.starts_with("stack backtrace:")
+                || l.contains(PANICKED_AT))
+        })
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    Some(if message.is_empty() {
+        location.to_string()
+    } else {
+        format!("{location}: {}", message.join(" "))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,6 +640,71 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    fn stderr_of(text: &str, keep: usize) -> RankStderr {
+        RankStderr::read(text.as_bytes(), keep)
+    }
+
+    #[test]
+    fn a_failure_quotes_the_panic_not_the_note_after_it() {
+        let panic = "thread 'main' panicked at crates/smtlab-dsm/src/node.rs:464:17:\n\
+                     rank 1: no reply\n\
+                     note: run with `RUST_BACKTRACE=1` environment variable to display a \
+                     backtrace\n";
+        let want = "panicked at crates/smtlab-dsm/src/node.rs:464:17: rank 1: no reply";
+        assert_eq!(stderr_of(panic, KEEP_STDERR).said(), want);
+        // A backtrace longer than the tail kept: the panic is still quoted.
+        let frames: String = (0..400)
+            .map(|i| format!("  {i:3}: smtlab_dsm::node::Node::wait::h0123456789abcdef\n"))
+            .collect();
+        let long = format!(
+            "warning: something first\n{}stack backtrace:\n{frames}note: Some details are \
+             omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n",
+            panic
+                .lines()
+                .take(2)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        );
+        assert!(long.len() > 4 * KEEP_STDERR);
+        let said = stderr_of(&long, KEEP_STDERR);
+        assert!(!said.tail.contains("panicked"), "the panic left the tail");
+        assert_eq!(said.said(), want);
+        // Read in pieces of any size, the same.
+        struct Dribble<'a>(&'a [u8], usize);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.1.min(buf.len()).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        for piece in [1, 7, 100] {
+            let r = RankStderr::read(Dribble(long.as_bytes(), piece), KEEP_STDERR);
+            assert_eq!(r.said(), want, "pieces of {piece}");
+        }
+        // A message of several lines becomes one; the first panic is the
+        // one quoted; the old one-line format is kept as it is.
+        let two = "thread 'main' panicked at src/a.rs:1:2:\nfirst\nsecond\n\n\
+                   thread 'dsm-recv' panicked at src/b.rs:3:4:\nlater\n";
+        assert_eq!(
+            stderr_of(two, KEEP_STDERR).said(),
+            "panicked at src/a.rs:1:2: first second"
+        );
+        let old = "thread 'main' panicked at 'boom', src/main.rs:2:5\nnote: run with ...\n";
+        assert_eq!(
+            stderr_of(old, KEEP_STDERR).said(),
+            "panicked at 'boom', src/main.rs:2:5"
+        );
+        // No panic: the last line, as before.
+        let plain = "rank 1: rendezvous dir:/x: rank 0 did not appear within 60 s\n\n";
+        assert_eq!(
+            stderr_of(plain, KEEP_STDERR).said(),
+            "rank 1: rendezvous dir:/x: rank 0 did not appear within 60 s"
+        );
+        assert_eq!(stderr_of("", KEEP_STDERR).said(), "");
     }
 
     #[test]
