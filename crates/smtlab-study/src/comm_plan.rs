@@ -7,7 +7,8 @@
 //! (`per_node=1`: a rank has a processor to itself, like the paper's
 //! processes on single-processor nodes) and two ranks sharing a node's two
 //! CPUs (`per_node=2`: the paper's dual-processor nodes with two processes
-//! each).
+//! each). A node is one core's two SMT siblings on a machine with SMT, two
+//! adjacent cores without.
 //!
 //! Problem sizes are the study's own, smaller than the applications'
 //! defaults, so that one sample takes a few tenths of a second and the
@@ -21,8 +22,6 @@ use std::collections::BTreeMap;
 use smtlab_plan::{expand, PlanError};
 use smtlab_topology::Topology;
 use smtlab_types::{Comm, Model, Point, Program, RunSpec, StudyKind, StudyMeta};
-
-use crate::shape::shape;
 
 /// The applications of the study, in its order (the DSM's own list).
 pub const COMM_APPS: [&str; 3] = ["sor", "lu", "tsp"];
@@ -204,7 +203,7 @@ pub fn plan_comm(
             params,
         }
     };
-    let cores = shape(topo).cores;
+    let nodes = NodeLayout::of(topo);
     let spec = RunSpec {
         programs: Vec::new(),
         comms: comms.clone(),
@@ -215,14 +214,17 @@ pub fn plan_comm(
     };
     // One rank per CPU: spread one per core, across packages first, as
     // far apart as the machine allows (`scatter`). Two ranks per node:
-    // node k is two adjacent cores, 2k and 2k+1 (`core`), as a
-    // dual-processor node's two processors are close; where there are
-    // fewer cores than ranks, `scatter` (the ranks share CPUs anyway).
-    let by_core: Vec<usize> = ladder.iter().copied().filter(|&n| n <= cores).collect();
-    let beyond: Vec<usize> = ladder.iter().copied().filter(|&n| n > cores).collect();
+    // node k is core k's two SMT siblings where the machine has them (two
+    // ranks on one core), else two adjacent cores, 2k and 2k+1 (`core`),
+    // as a dual-processor node's two processors are close; where there
+    // are fewer nodes than the ranks need, `scatter` (the ranks share CPUs
+    // anyway).
+    let fits = |n: usize| n <= 2 * nodes.nodes;
+    let by_node: Vec<usize> = ladder.iter().copied().filter(|&n| fits(n)).collect();
+    let beyond: Vec<usize> = ladder.iter().copied().filter(|&n| !fits(n)).collect();
     let parts: [(usize, &str, &[usize]); 3] = [
         (1, "scatter", &ladder),
-        (2, "core", &by_core),
+        (2, &nodes.placement, &by_node),
         (2, "scatter", &beyond),
     ];
     let mut points = Vec::new();
@@ -255,7 +257,7 @@ pub fn plan_comm(
     for (i, p) in points.iter_mut().enumerate() {
         p.index = i;
     }
-    let (limits, notes) = sentences(usable, cores, &ladder, &apps, &given);
+    let (limits, notes) = sentences(usable, &nodes, &ladder, &apps, &given);
     let spec = RunSpec {
         programs: apps
             .iter()
@@ -276,10 +278,104 @@ pub fn plan_comm(
     Ok((spec, points))
 }
 
+/// How two ranks per node find their node's two CPUs on a machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLayout {
+    /// The placement whose CPUs 2k and 2k+1 are node k's.
+    pub placement: String,
+    /// Nodes the machine has (ranks beyond twice this share CPUs, and are
+    /// placed by `scatter`).
+    pub nodes: usize,
+    /// Node k is the first two usable PUs (SMT siblings) of the k-th core
+    /// that has two; `false`: cores 2k and 2k+1.
+    pub siblings: bool,
+    /// The first node's CPUs, for the plan's note.
+    pub first: Vec<u32>,
+    /// Usable cores left out of the nodes (one usable PU, beside cores
+    /// with two).
+    pub left_out: usize,
+}
+
+impl NodeLayout {
+    /// A machine with SMT (some usable core has two or more usable PUs):
+    /// node k is one core's first two usable PUs, so the two ranks of a
+    /// node are siblings — placement `compact` when every usable core has
+    /// exactly two, `E:N:2C:2:T` (two of every T) when every one has T,
+    /// else the list of those PUs in core order (a core with one usable PU
+    /// is left out).
+    /// Without SMT: node k is cores 2k and 2k+1 (`core`).
+    pub fn of(topo: &Topology) -> NodeLayout {
+        let usable = topo.online().intersection(&topo.allowed());
+        let cores: Vec<Vec<u32>> = topo
+            .cores
+            .iter()
+            .map(|c| {
+                topo.core_pus(c.id)
+                    .into_iter()
+                    .filter(|p| usable.contains(*p))
+                    .collect::<Vec<u32>>()
+            })
+            .filter(|pus| !pus.is_empty())
+            .collect();
+        let pairs: Vec<&[u32]> = cores
+            .iter()
+            .filter(|pus| pus.len() >= 2)
+            .map(|pus| &pus[..2])
+            .collect();
+        if pairs.is_empty() {
+            return NodeLayout {
+                placement: "core".into(),
+                nodes: cores.len() / 2,
+                siblings: false,
+                first: cores.iter().take(2).map(|pus| pus[0]).collect(),
+                left_out: 0,
+            };
+        }
+        let per_core = cores[0].len();
+        let placement = if cores.iter().any(|pus| pus.len() != per_core) {
+            ordered_list(pairs.iter().flat_map(|p| p.iter().copied()))
+        } else if per_core == 2 {
+            "compact".to_string()
+        } else {
+            // Core by core, two PUs, then on to the next core's first.
+            format!("E:N:{}:2:{per_core}", 2 * pairs.len())
+        };
+        NodeLayout {
+            placement,
+            nodes: pairs.len(),
+            siblings: true,
+            first: pairs[0].to_vec(),
+            left_out: cores.len() - pairs.len(),
+        }
+    }
+}
+
+/// A physical CPU list in the order given (`0-1,4-5`; `0,32,1,33`): runs
+/// of consecutive ascending CPUs as ranges, nothing reordered.
+fn ordered_list(cpus: impl Iterator<Item = u32>) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for c in cpus {
+        match runs.last_mut() {
+            Some((_, last)) if c == *last + 1 => *last = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// What the machine cannot show, and the plan's decisions.
 fn sentences(
     usable: usize,
-    cores: usize,
+    nodes: &NodeLayout,
     ladder: &[usize],
     apps: &[String],
     given: &BTreeMap<String, String>,
@@ -329,16 +425,61 @@ fn sentences(
              {usable} usable CPUs."
         ));
     }
-    notes.push(if ladder.iter().any(|&n| n <= cores) {
-        "One rank per CPU: the ranks spread one per core, across packages first (placement \
-         scatter), each pinned to its CPU. Two ranks per node: node k is cores 2k and 2k+1 \
-         (placement core), both ranks of a node pinned to its two CPUs, the kernel choosing \
-         which runs where."
-            .to_string()
-    } else {
+    let fits: Vec<usize> = ladder
+        .iter()
+        .copied()
+        .filter(|&n| n <= 2 * nodes.nodes)
+        .collect();
+    let beyond: Vec<String> = ladder
+        .iter()
+        .filter(|&&n| n > 2 * nodes.nodes)
+        .map(usize::to_string)
+        .collect();
+    let cpu_pair = |c: &[u32]| match c {
+        [a, b] => format!("CPUs {a} and {b}"),
+        _ => "its CPUs".to_string(),
+    };
+    notes.push(if fits.is_empty() {
         "Two ranks per node: node k is CPUs 2k and 2k+1 of the scatter order, both ranks of a \
          node pinned to its two CPUs."
             .to_string()
+    } else {
+        let node = if nodes.siblings {
+            let left_out = match nodes.left_out {
+                0 => String::new(),
+                1 => "; the core with one usable CPU is left out".to_string(),
+                k => format!("; the {k} cores with one usable CPU are left out"),
+            };
+            format!(
+                "node k is the two SMT siblings of core k, two ranks on one core ({} for node \
+                 0; placement {}{left_out})",
+                cpu_pair(&nodes.first),
+                nodes.placement
+            )
+        } else {
+            format!(
+                "node k is cores 2k and 2k+1 ({} for node 0; placement {}), this machine \
+                 having no SMT",
+                cpu_pair(&nodes.first),
+                nodes.placement
+            )
+        };
+        let beyond = if beyond.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " At {} ranks, more than this machine's {} node{} hold, node k is CPUs 2k and \
+                 2k+1 of the scatter order.",
+                beyond.join(" and "),
+                nodes.nodes,
+                s(nodes.nodes)
+            )
+        };
+        format!(
+            "One rank per CPU: the ranks spread one per core, across packages first (placement \
+             scatter), each pinned to its CPU. Two ranks per node: {node}, both ranks of a node \
+             pinned to its two CPUs, the kernel choosing which runs where.{beyond}"
+        )
     });
     notes.push(
         "The ranks are processes on this machine exchanging UDP datagrams over loopback: a \
@@ -502,6 +643,151 @@ mod tests {
         }
         let limits = spec.study.unwrap().limits.join("\n");
         assert!(!limits.contains("share CPUs"), "{limits}");
+    }
+
+    /// The per_node=2 points' placements, CPUs by N (one application and
+    /// mechanism), and the plan's note on the layouts.
+    fn two_per_node(topo: &Topology) -> (Vec<(usize, String, Vec<u32>)>, String) {
+        let ask = CommAsk {
+            apps: Some(vec!["sor".into()]),
+            comms: Some(vec![Comm::Sigio]),
+            ..CommAsk::default()
+        };
+        let (spec, points) = plan_comm(topo, base(), ask).unwrap();
+        let nodes = points
+            .iter()
+            .filter(|p| per_node_of(p) == 2)
+            .map(|p| (p.workers, p.placement.clone(), p.cpus.clone().unwrap()))
+            .collect();
+        let note = spec
+            .study
+            .unwrap()
+            .notes
+            .into_iter()
+            .find(|n| n.contains("Two ranks per node"))
+            .expect("a note on the layouts");
+        (nodes, note)
+    }
+
+    #[test]
+    fn with_smt_a_node_is_one_cores_two_siblings() {
+        // The emulated guest: 2 packages x 2 cores x 2 SMT threads.
+        let topo = smtlab_topology::synthetic::parse("package:2 core:2 pu:2").unwrap();
+        let core = |cpu: u32| topo.pu(cpu).and_then(|pu| pu.core);
+        let (nodes, note) = two_per_node(&topo);
+        assert_eq!(
+            nodes,
+            vec![
+                (2, "compact".to_string(), vec![0, 1]),
+                (4, "compact".to_string(), vec![0, 1, 2, 3]),
+                (8, "compact".to_string(), (0..8).collect()),
+            ]
+        );
+        for (_, _, cpus) in &nodes {
+            for node in cpus.chunks(2) {
+                assert_eq!(core(node[0]), core(node[1]), "{cpus:?}: siblings");
+                assert_ne!(node[0], node[1]);
+            }
+        }
+        assert!(
+            note.contains(
+                "node k is the two SMT siblings of core k, two ranks on one core (CPUs 0 and 1 \
+                 for node 0; placement compact)"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("cores 2k and 2k+1"), "{note}");
+        assert!(!note.contains("scatter order"), "{note}");
+        // One rank per CPU is unchanged.
+        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        assert!(points
+            .iter()
+            .filter(|p| per_node_of(p) == 1)
+            .all(|p| p.placement == "scatter"));
+        let placements: Vec<String> = spec.placements.iter().map(|p| p.to_string()).collect();
+        assert_eq!(placements, ["scatter", "compact"]);
+
+        // SMT4: a node is a core's first two siblings, one node per core;
+        // 16 ranks need more nodes than its 4 cores: scatter.
+        let topo = smtlab_topology::synthetic::parse("core:4 pu:4").unwrap();
+        let (nodes, note) = two_per_node(&topo);
+        let list = "E:N:8:2:4".to_string();
+        assert_eq!(
+            nodes,
+            vec![
+                (2, list.clone(), vec![0, 1]),
+                (4, list.clone(), vec![0, 1, 4, 5]),
+                (8, list.clone(), vec![0, 1, 4, 5, 8, 9, 12, 13]),
+                (
+                    16,
+                    "scatter".to_string(),
+                    vec![0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
+                ),
+            ]
+        );
+        assert!(
+            note.contains("(CPUs 0 and 1 for node 0; placement E:N:8:2:4)"),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "At 16 ranks, more than this machine's 4 nodes hold, node k is CPUs 2k and \
+                 2k+1 of the scatter order."
+            ),
+            "{note}"
+        );
+
+        // A cpuset that leaves some cores one sibling (the guest's 0-2,5):
+        // only the core with both is a node.
+        let mut topo = smtlab_topology::synthetic::parse("package:2 core:2 pu:2").unwrap();
+        for pu in &mut topo.pus {
+            pu.allowed = [0, 1, 2, 5].contains(&pu.os_index);
+        }
+        let (nodes, note) = two_per_node(&topo);
+        assert_eq!(nodes[0], (2, "0-1".to_string(), vec![0, 1]));
+        assert_eq!(nodes[1].1, "scatter");
+        assert!(
+            note.contains("the 2 cores with one usable CPU are left out"),
+            "{note}"
+        );
+        assert!(
+            note.contains("At 4 ranks, more than this machine's 1 node hold"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn without_smt_a_node_is_two_adjacent_cores_as_before() {
+        // The paper's eight dual-processor nodes.
+        let topo = smtlab_topology::synthetic::parse("package:8 core:2").unwrap();
+        let package = |cpu: u32| topo.pu(cpu).and_then(|pu| pu.package);
+        let (nodes, note) = two_per_node(&topo);
+        let ns: Vec<usize> = nodes.iter().map(|(n, _, _)| *n).collect();
+        assert_eq!(ns, [2, 4, 8, 16]);
+        for (n, placement, cpus) in &nodes {
+            assert_eq!(placement, "core");
+            assert_eq!(cpus, &(0..*n as u32).collect::<Vec<_>>());
+            for node in cpus.chunks(2) {
+                assert_eq!(package(node[0]), package(node[1]), "{cpus:?}");
+            }
+        }
+        assert!(
+            note.contains(
+                "node k is cores 2k and 2k+1 (CPUs 0 and 1 for node 0; placement core), this \
+                 machine having no SMT"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("siblings"), "{note}");
+        // Two CPUs: the second point has more ranks than nodes.
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let (nodes, note) = two_per_node(&topo);
+        assert_eq!(nodes[0], (2, "core".to_string(), vec![0, 1]));
+        assert_eq!(nodes[1], (4, "scatter".to_string(), vec![0, 1, 0, 1]));
+        assert!(
+            note.contains("At 4 ranks, more than this machine's 1 node hold"),
+            "{note}"
+        );
     }
 
     #[test]

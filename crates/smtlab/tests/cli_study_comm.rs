@@ -122,6 +122,81 @@ fn on_the_power7_dump_the_plan_reaches_the_papers_eight_and_sixteen_ranks() {
     assert_eq!(ranks, [2, 4, 8, 16]);
 }
 
+/// (ranks, placement, CPUs) of the two-ranks-per-node points of a dry
+/// run on a synthetic machine, and the plan's note on the layouts.
+fn nodes_on(machine: &str) -> (Vec<(u64, String, Vec<u64>)>, String) {
+    let doc = json(&[
+        "study",
+        "comm",
+        "--synthetic",
+        machine,
+        "-w",
+        "sor",
+        "--comm",
+        "thr2",
+        "--dry-run",
+        "--json",
+    ]);
+    let nodes = doc["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["program"]["params"]["per_node"] == "2")
+        .map(|p| {
+            (
+                p["workers"].as_u64().unwrap(),
+                p["placement"].as_str().unwrap().to_string(),
+                p["cpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    let note = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|n| n.contains("Two ranks per node"))
+        .expect("a note on the layouts")
+        .to_string();
+    (nodes, note)
+}
+
+#[test]
+fn two_ranks_per_node_share_a_core_on_smt_and_two_cores_without() {
+    // The emulated guest's machine: 2 packages x 2 cores x 2 SMT threads,
+    // where PUs 2k and 2k+1 are core k's siblings.
+    let (nodes, note) = nodes_on("package:2 core:2 pu:2");
+    assert_eq!(
+        nodes,
+        [
+            (2, "compact".to_string(), vec![0, 1]),
+            (4, "compact".to_string(), vec![0, 1, 2, 3]),
+            (8, "compact".to_string(), (0..8).collect()),
+        ]
+    );
+    assert!(
+        note.contains("node k is the two SMT siblings of core k")
+            && note.contains("(CPUs 0 and 1 for node 0; placement compact)"),
+        "{note}"
+    );
+    // The paper's eight dual-processor nodes, no SMT: as before.
+    let (nodes, note) = nodes_on("package:8 core:2");
+    assert_eq!(nodes.len(), 4);
+    for (n, placement, cpus) in nodes {
+        assert_eq!(placement, "core");
+        assert_eq!(cpus, (0..n).collect::<Vec<_>>());
+    }
+    assert!(
+        note.contains("node k is cores 2k and 2k+1 (CPUs 0 and 1 for node 0; placement core)"),
+        "{note}"
+    );
+}
+
 #[test]
 fn flags_that_do_not_apply_are_one_line_and_exit_2() {
     assert_usage_error(
