@@ -531,6 +531,25 @@ mod tests {
         got
     }
 
+    /// A TCP socket bound to a port of 127.0.0.1 without listening, and
+    /// the port: nobody else can listen there while it is held.
+    fn unlistened_port() -> (std::os::fd::OwnedFd, SocketAddr) {
+        use nix::sys::socket::{bind, getsockname, socket, AddressFamily, SockFlag, SockType};
+        use nix::sys::socket::{SockaddrIn, SockaddrLike};
+        use std::os::fd::AsRawFd;
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .unwrap();
+        bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).unwrap();
+        let at: SockaddrIn = getsockname(fd.as_raw_fd()).unwrap();
+        assert_eq!(at.family(), Some(AddressFamily::Inet));
+        (fd, SocketAddr::V4(at.into()))
+    }
+
     fn free_port() -> SocketAddr {
         TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap()
@@ -585,7 +604,10 @@ mod tests {
                 .ends_with("ranks 1, 2 of 3 did not appear within 0.1 s"),
             "{e}"
         );
-        let e = rv
+        // A port bound but not listening, held while it is tried: a port
+        // merely freed may be another test's leader by then.
+        let (_held, at) = unlistened_port();
+        let e = Rendezvous::Leader(at)
             .exchange(2, 3, mine, Duration::from_millis(100))
             .unwrap_err();
         assert!(
