@@ -259,30 +259,11 @@ fn best_at(chat: &[&PointData], c: usize, seed: u64, f: &mut WebFindings) {
     if items.is_empty() {
         return;
     }
-    let all_unjudged = unjudged.len() == items.len();
     let mut lead = String::new();
     if !tied.is_empty() || !contrary.is_empty() || !unjudged.is_empty() {
         lead.push_str(" by median");
     }
-    let mut but = Vec::new();
-    if !tied.is_empty() {
-        but.push(format!(
-            "not distinguishable from {}",
-            intervals::and_list(&tied)
-        ));
-    }
-    if !contrary.is_empty() {
-        but.push(format!(
-            "not shown to deliver more than {}",
-            intervals::and_list(&contrary)
-        ));
-    }
-    if !unjudged.is_empty() && !all_unjudged {
-        but.push(format!(
-            "with too few samples to tell it from {}",
-            intervals::and_list(&unjudged)
-        ));
-    }
+    let but = intervals::best_caveats(&tied, &contrary, &unjudged, items.len(), "deliver");
     let but = if but.is_empty() {
         String::new()
     } else {
@@ -375,8 +356,8 @@ mod tests {
         );
     }
 
-    use smtlab_analyse::summary::summarize_point;
-    use smtlab_types::{Metric, Mode, Model, ResourceUsage, SampleStatus, Spawn};
+    use crate::testing::{self, around, find, run};
+    use smtlab_types::{Metric, Mode, Model, Spawn};
     use std::collections::BTreeMap;
 
     fn point(index: usize, server: &str, model: Model, connections: usize) -> Point {
@@ -402,35 +383,10 @@ mod tests {
         }
     }
 
-    /// `n` values around `center`, spread by `rel` either side.
-    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| {
-                let u = if n == 1 {
-                    0.0
-                } else {
-                    2.0 * i as f64 / (n - 1) as f64 - 1.0
-                };
-                center * (1.0 + rel * u)
-            })
-            .collect()
-    }
-
     /// A point's samples: messages/s, kernel and user µs per message (a
     /// warm-up first, which no statistic counts).
     fn samples(rate: &[f64], sys: &[f64], user: &[f64]) -> Vec<Sample> {
         let sample = |seq: usize, warmup: bool, i: usize| Sample {
-            seq,
-            warmup,
-            status: SampleStatus::Ok,
-            reason: None,
-            started_at: 0.0,
-            wall_s: 1.0,
-            ops: None,
-            metric: Some(if warmup { 1.0 } else { rate[i] }),
-            usage: ResourceUsage::default(),
-            counters: Vec::new(),
-            workers: Vec::new(),
             extras: BTreeMap::from([
                 (
                     "server_sys_us_per_msg".to_string(),
@@ -442,28 +398,11 @@ mod tests {
                 ),
                 ("deliveries".to_string(), 19_000.0),
             ]),
+            ..testing::sample(seq, warmup, if warmup { 1.0 } else { rate[i] })
         };
         let mut out = vec![sample(0, true, 0)];
         out.extend((0..rate.len()).map(|i| sample(i + 1, false, i)));
         out
-    }
-
-    fn run(points: Vec<(Point, Vec<Sample>)>) -> RunData {
-        let mut data = RunData {
-            points: Vec::new(),
-            samples: Vec::new(),
-        };
-        for (point, samples) in points {
-            let summary = summarize_point(point.index as i64 + 1, point.clone(), &samples, 7);
-            let values = samples
-                .iter()
-                .filter(|s| !s.warmup)
-                .filter_map(|s| s.metric)
-                .collect();
-            data.points.push(PointData { summary, values });
-            data.samples.push((point, samples));
-        }
-        data
     }
 
     fn verdicts(data: &RunData) -> Vec<String> {
@@ -494,12 +433,6 @@ mod tests {
                 ),
             ),
         ])
-    }
-
-    fn find<'a>(v: &'a [String], start: &str) -> &'a str {
-        v.iter()
-            .find(|s| s.starts_with(start))
-            .unwrap_or_else(|| panic!("{start}: {v:#?}"))
     }
 
     #[test]

@@ -889,8 +889,8 @@ mod tests {
         assert_eq!(seconds(None), "-");
     }
 
-    use smtlab_analyse::summary::summarize_point;
-    use smtlab_types::{Metric, Mode, Model, Point, ResourceUsage, Sample, Spawn};
+    use crate::testing::{self, run};
+    use smtlab_types::{Metric, Mode, Model, Point, Sample, Spawn};
 
     fn point(index: usize, comm: Comm, n: usize, per_node: usize, over: f64) -> Point {
         Point {
@@ -925,18 +925,9 @@ mod tests {
             .chain([("verified".to_string(), 1.0)])
             .collect();
         let sample = |seq: usize, warmup: bool, v: f64| Sample {
-            seq,
-            warmup,
-            status: SampleStatus::Ok,
-            reason: None,
-            started_at: 0.0,
             wall_s: v,
-            ops: None,
-            metric: Some(v),
-            usage: ResourceUsage::default(),
-            counters: Vec::new(),
-            workers: Vec::new(),
             extras: extras.clone(),
+            ..testing::sample(seq, warmup, v)
         };
         let mut out = vec![sample(0, true, values[0])];
         out.extend(
@@ -946,24 +937,6 @@ mod tests {
                 .map(|(i, &v)| sample(i + 1, false, v)),
         );
         out
-    }
-
-    fn run(points: Vec<(Point, Vec<Sample>)>) -> RunData {
-        let mut data = RunData {
-            points: Vec::new(),
-            samples: Vec::new(),
-        };
-        for (point, samples) in points {
-            let summary = summarize_point(point.index as i64 + 1, point.clone(), &samples, 7);
-            let values = samples
-                .iter()
-                .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
-                .filter_map(|s| s.metric)
-                .collect();
-            data.points.push(PointData { summary, values });
-            data.samples.push((point, samples));
-        }
-        data
     }
 
     /// Eight wall times around `center`, spread by `rel`.

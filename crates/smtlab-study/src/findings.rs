@@ -534,11 +534,11 @@ fn alloc(points: &[PointData], seed: u64, f: &mut Findings) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{around, data};
     use smtlab_analyse::analysis::analyze;
-    use smtlab_analyse::summary::summarize_point;
     use smtlab_topology::synthetic;
     use smtlab_types::Spawn;
-    use smtlab_types::{Metric, Model, Point, Program, ResourceUsage, Sample, SampleStatus};
+    use smtlab_types::{Metric, Model, Point, Program};
 
     fn point(index: usize, model: Model, placement: &str, cpus: &[u32]) -> Point {
         Point {
@@ -561,46 +561,6 @@ mod tests {
                 higher_is_better: true,
             },
         }
-    }
-
-    /// A point measured with `values` (successful samples).
-    fn data(point: Point, values: &[f64]) -> PointData {
-        let samples: Vec<Sample> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| Sample {
-                seq: i,
-                warmup: false,
-                status: SampleStatus::Ok,
-                reason: None,
-                started_at: 0.0,
-                wall_s: 1.0,
-                ops: None,
-                metric: Some(v),
-                usage: ResourceUsage::default(),
-                counters: Vec::new(),
-                workers: Vec::new(),
-                extras: Default::default(),
-            })
-            .collect();
-        PointData {
-            summary: summarize_point(point.index as i64 + 1, point, &samples, 7),
-            values: values.to_vec(),
-        }
-    }
-
-    /// `n` values spread ±`rel` around `center`, evenly.
-    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| {
-                let u = if n == 1 {
-                    0.0
-                } else {
-                    2.0 * i as f64 / (n - 1) as f64 - 1.0
-                };
-                center * (1.0 + rel * u)
-            })
-            .collect()
     }
 
     fn verdicts(kind: StudyKind, points: &[PointData], topo: &Topology) -> Vec<String> {

@@ -262,6 +262,37 @@ pub fn and_list(items: &[String]) -> String {
     }
 }
 
+/// What keeps a "best" verdict from being sure, one clause each: the
+/// others it cannot be told from (`tied`), those its interval does not
+/// show below it (`contrary`: "not shown to `verb` more than"), and those
+/// with too few samples to judge (`unjudged`) — unless none of the `total`
+/// comparisons has an interval, which the verdict's list says once.
+pub fn best_caveats(
+    tied: &[String],
+    contrary: &[String],
+    unjudged: &[String],
+    total: usize,
+    verb: &str,
+) -> Vec<String> {
+    let mut but = Vec::new();
+    if !tied.is_empty() {
+        but.push(format!("not distinguishable from {}", and_list(tied)));
+    }
+    if !contrary.is_empty() {
+        but.push(format!(
+            "not shown to {verb} more than {}",
+            and_list(contrary)
+        ));
+    }
+    if !unjudged.is_empty() && unjudged.len() < total {
+        but.push(format!(
+            "with too few samples to tell it from {}",
+            and_list(unjudged)
+        ));
+    }
+    but
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

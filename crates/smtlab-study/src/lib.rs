@@ -41,4 +41,6 @@ pub use planning::{
 pub use smtlab_types::study::{StudyKind, StudyMeta, UnknownStudy};
 
 #[cfg(test)]
+mod testing;
+#[cfg(test)]
 mod tests;

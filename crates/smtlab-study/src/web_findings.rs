@@ -220,26 +220,7 @@ fn ranking(here: &[&PointData], n: usize, cpus: &str, seed: u64, f: &mut WebFind
             }
         }
         let value = table_value(median(best).unwrap_or(0.0), &best.summary.point.metric.unit);
-        let mut but = Vec::new();
-        if !tied.is_empty() {
-            but.push(format!(
-                "not distinguishable from {}",
-                intervals::and_list(&tied)
-            ));
-        }
-        if !contrary.is_empty() {
-            but.push(format!(
-                "not shown to serve more than {}",
-                intervals::and_list(&contrary)
-            ));
-        }
-        // Where no comparison has an interval, the list says so once.
-        if !unjudged.is_empty() && unjudged.len() < items.len() {
-            but.push(format!(
-                "with too few samples to tell it from {}",
-                intervals::and_list(&unjudged)
-            ));
-        }
+        let but = intervals::best_caveats(&tied, &contrary, &unjudged, items.len(), "serve");
         let lead = if but.is_empty() && unjudged.is_empty() {
             format!("served the most, {value}")
         } else if but.is_empty() {
@@ -588,8 +569,8 @@ fn limits(servers: &[&PointData], f: &mut WebFindings) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smtlab_analyse::summary::summarize_point;
-    use smtlab_types::{Metric, Mode, Point, ResourceUsage, Sample, SampleStatus, Spawn};
+    use crate::testing::{around, data, find};
+    use smtlab_types::{Metric, Mode, Point, Spawn};
 
     fn point(index: usize, server: &str, model: Model, placement: &str, cpus: &[u32]) -> Point {
         Point {
@@ -614,47 +595,6 @@ mod tests {
         }
     }
 
-    /// A point measured with these requests/s, one sample each.
-    fn data(point: Point, values: &[f64]) -> PointData {
-        let samples: Vec<Sample> = values
-            .iter()
-            .enumerate()
-            .map(|(seq, &v)| Sample {
-                seq,
-                warmup: false,
-                status: SampleStatus::Ok,
-                reason: None,
-                started_at: 0.0,
-                wall_s: 1.0,
-                ops: None,
-                metric: Some(v),
-                usage: ResourceUsage::default(),
-                counters: Vec::new(),
-                workers: Vec::new(),
-                extras: Default::default(),
-            })
-            .collect();
-        let summary = summarize_point(point.index as i64 + 1, point, &samples, 7);
-        PointData {
-            summary,
-            values: values.to_vec(),
-        }
-    }
-
-    /// `n` values around `center`, spread by `rel` either side.
-    fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| {
-                let u = if n == 1 {
-                    0.0
-                } else {
-                    2.0 * i as f64 / (n - 1) as f64 - 1.0
-                };
-                center * (1.0 + rel * u)
-            })
-            .collect()
-    }
-
     fn verdicts(points: &[PointData]) -> Vec<String> {
         let topo = smtlab_topology::synthetic::parse("core:4 pu:2").unwrap();
         let mut f = WebFindings::default();
@@ -669,12 +609,6 @@ mod tests {
             .enumerate()
             .map(|(i, (m, c))| data(point(i, "web", m, "compact", &[0]), &around(c, rel, n)))
             .collect()
-    }
-
-    fn find<'a>(v: &'a [String], start: &str) -> &'a str {
-        v.iter()
-            .find(|s| s.starts_with(start))
-            .unwrap_or_else(|| panic!("{start}: {v:#?}"))
     }
 
     #[test]

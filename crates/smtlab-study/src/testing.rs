@@ -1,0 +1,79 @@
+//! Builders the findings tests share: samples, points' results and runs
+//! made from plain numbers, so each test states only what it is about.
+
+use smtlab_analyse::analysis::PointData;
+use smtlab_analyse::summary::{summarize_point, RunData};
+use smtlab_types::{Point, ResourceUsage, Sample, SampleStatus};
+
+/// One successful sample measuring `metric` in one second of wall time.
+pub(crate) fn sample(seq: usize, warmup: bool, metric: f64) -> Sample {
+    Sample {
+        seq,
+        warmup,
+        status: SampleStatus::Ok,
+        reason: None,
+        started_at: 0.0,
+        wall_s: 1.0,
+        ops: None,
+        metric: Some(metric),
+        usage: ResourceUsage::default(),
+        counters: Vec::new(),
+        workers: Vec::new(),
+        extras: Default::default(),
+    }
+}
+
+/// A point measured with `values`, one successful sample each.
+pub(crate) fn data(point: Point, values: &[f64]) -> PointData {
+    let samples: Vec<Sample> = values
+        .iter()
+        .enumerate()
+        .map(|(seq, &v)| sample(seq, false, v))
+        .collect();
+    PointData {
+        summary: summarize_point(point.index as i64 + 1, point, &samples, 7),
+        values: values.to_vec(),
+    }
+}
+
+/// A run of these points and their samples, summarised as `report_run`
+/// does: the values are the successful measured samples' metrics.
+pub(crate) fn run(points: Vec<(Point, Vec<Sample>)>) -> RunData {
+    let mut data = RunData {
+        points: Vec::new(),
+        samples: Vec::new(),
+    };
+    for (point, samples) in points {
+        let summary = summarize_point(point.index as i64 + 1, point.clone(), &samples, 7);
+        let values = samples
+            .iter()
+            .filter(|s| !s.warmup && s.status == SampleStatus::Ok)
+            .filter_map(|s| s.metric)
+            .collect();
+        data.points.push(PointData { summary, values });
+        data.samples.push((point, samples));
+    }
+    data
+}
+
+/// `n` values spread evenly ±`rel` around `center`.
+pub(crate) fn around(center: f64, rel: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let u = if n == 1 {
+                0.0
+            } else {
+                2.0 * i as f64 / (n - 1) as f64 - 1.0
+            };
+            center * (1.0 + rel * u)
+        })
+        .collect()
+}
+
+/// The verdict that starts with `start` (the test fails naming all of them
+/// when there is none).
+pub(crate) fn find<'a>(v: &'a [String], start: &str) -> &'a str {
+    v.iter()
+        .find(|s| s.starts_with(start))
+        .unwrap_or_else(|| panic!("{start}: {v:#?}"))
+}
