@@ -11,18 +11,19 @@
 //! prompt stop; `staged`'s stage statistics and its full queue (503);
 //! `event`'s helpers keeping the loop free while a file blocks.
 //!
-//! A file that blocks: a FIFO in the document root. Opening it for reading
-//! blocks until a writer opens it, so the thread that opens it (a helper,
-//! a file-stage thread) stalls for as long as the test wants.
+//! A file that blocks: a [`Gate`] on one path, the server's `before_open`
+//! hook holding the thread that opens it (a helper, a file-stage thread)
+//! for as long as the test wants, as a cold disk would. (A FIFO did that
+//! once; the server now opens nothing but regular files, without waiting.)
 
-use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use smtlab_servers::fileset::{BodyCheck, FileSet, FileSpec};
+use smtlab_servers::http::BeforeOpen;
 use smtlab_servers::web::{self, Model, Server, ServerConfig};
 
 /// What most tests run: (model, workers, helpers).
@@ -686,48 +687,62 @@ fn stop_is_prompt_and_closes_every_connection() {
     }
 }
 
-/// A FIFO in the document root: opening it for reading blocks until
-/// [`Fifo::release`] (or the drop) opens it for writing.
-struct Fifo {
-    path: PathBuf,
+/// A slow disk on one path: the thread that opens `path` waits in the
+/// server's `before_open` hook until [`Gate::release`] (or the drop).
+struct Gate {
+    path: &'static str,
+    /// (released, openers that reached the gate)
+    state: Arc<(Mutex<(bool, usize)>, Condvar)>,
     released: bool,
 }
 
-impl Fifo {
-    fn new(root: &Path, name: &str) -> Fifo {
-        let path = root.join(name);
-        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        Fifo {
+impl Gate {
+    fn new(path: &'static str) -> Gate {
+        Gate {
             path,
+            state: Arc::new((Mutex::new((false, 0)), Condvar::new())),
             released: false,
         }
     }
 
-    /// Open it for writing once a reader waits (non-blocking: fails while
-    /// none does), which lets the reader's open return.
-    fn release(&mut self) {
-        let until = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < until {
-            let opened = OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&self.path);
-            if opened.is_ok() {
-                self.released = true;
+    /// The hook for `ServerConfig::before_open`.
+    fn hook(&self) -> BeforeOpen {
+        let (path, state) = (self.path, self.state.clone());
+        BeforeOpen(Arc::new(move |p: &str| {
+            if p != path {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+            let (lock, cv) = &*state;
+            let mut s = lock.lock().unwrap();
+            s.1 += 1;
+            cv.notify_all();
+            while !s.0 {
+                s = cv.wait(s).unwrap();
+            }
+        }))
+    }
+
+    /// Let the opener through, once one has reached the gate (5 s at
+    /// most); `released` says whether one had.
+    fn release(&mut self) {
+        let (lock, cv) = &*self.state;
+        let s = lock.lock().unwrap();
+        let (mut s, _) = cv
+            .wait_timeout_while(s, Duration::from_secs(5), |s| s.1 == 0)
+            .unwrap();
+        self.released = s.1 > 0;
+        s.0 = true;
+        cv.notify_all();
     }
 }
 
-impl Drop for Fifo {
+impl Drop for Gate {
     fn drop(&mut self) {
-        // A failing test must not leave a server thread stuck in `open`:
-        // its stop would wait for it.
-        if !self.released {
-            self.release();
-        }
+        // A failing test must not leave a server thread at the gate: its
+        // stop would wait for it.
+        let (lock, cv) = &*self.state;
+        lock.lock().unwrap_or_else(|p| p.into_inner()).0 = true;
+        cv.notify_all();
     }
 }
 
@@ -735,12 +750,13 @@ impl Drop for Fifo {
 fn event_helpers_keep_the_loop_serving_while_a_file_blocks() {
     let files = Files::new();
     let f = files.file(1, 5);
+    let mut gate = Gate::new("/blocks");
     let mut config = config((Model::Event, 1, 2), &files.root());
     config.request_timeout = Duration::from_secs(10);
+    config.before_open = Some(gate.hook());
     let server = start(&config);
-    let mut fifo = Fifo::new(&files.root(), "blocks");
     let addr = server.addr();
-    // One helper is stuck opening the FIFO ...
+    // One helper is stuck opening the file ...
     let mut stuck = Client::connect(addr);
     stuck.send(&get_request("/blocks"));
     std::thread::sleep(Duration::from_millis(200));
@@ -749,9 +765,9 @@ fn event_helpers_keep_the_loop_serving_while_a_file_blocks() {
         let took = get(addr, f);
         assert!(took < Duration::from_millis(500), "a GET took {took:?}");
     }
-    fifo.release();
-    assert!(fifo.released, "the helper never opened the FIFO");
-    // Not a regular file: 404.
+    gate.release();
+    assert!(gate.released, "the helper never came to open the file");
+    // There is no such file: 404.
     assert_eq!(stuck.reply(false).status, 404);
     drop(stuck);
     wait_all_closed(&server, Duration::from_secs(5));
@@ -762,11 +778,12 @@ fn event_helpers_keep_the_loop_serving_while_a_file_blocks() {
 fn staged_reports_its_stages_and_a_full_queue_answers_503() {
     let files = Files::new();
     let f = files.file(0, 2);
+    let mut gate = Gate::new("/blocks");
     let mut config = config((Model::Staged, 1, 0), &files.root());
     config.queue_capacity = 2;
     config.request_timeout = Duration::from_secs(10);
+    config.before_open = Some(gate.hook());
     let server = start(&config);
-    let mut fifo = Fifo::new(&files.root(), "blocks");
     let addr = server.addr();
 
     // Load first: every stage has seen items.
@@ -786,13 +803,13 @@ fn staged_reports_its_stages_and_a_full_queue_answers_503() {
     }
     assert!(stats.stages[2].items >= 20, "{:?}", stats.stages[2]);
 
-    // The one file thread stuck opening the FIFO; the file queue (2 places)
+    // The one file thread stuck opening a file; the file queue (2 places)
     // fills behind it, and the third request finds it full.
     let mut stuck = Client::connect(addr);
     stuck.send(&get_request("/blocks"));
     let items = stats.stages[2].items;
     wait_for(
-        "the file thread took the FIFO",
+        "the file thread took the slow file",
         Duration::from_secs(5),
         || server.stats().stages[2].items > items,
     );
@@ -805,9 +822,9 @@ fn staged_reports_its_stages_and_a_full_queue_answers_503() {
     }
     let refused = queued.pop().unwrap().reply(false);
     assert_eq!(refused.status, 503, "{refused:?}");
-    fifo.release();
-    assert!(fifo.released, "the file thread never opened the FIFO");
-    // Not a regular file: 404.
+    gate.release();
+    assert!(gate.released, "the file thread never came to open the file");
+    // There is no such file: 404.
     assert_eq!(stuck.reply(false).status, 404);
     // The two that waited in the file queue are served — the second only
     // if the send queue (2 places too) had room when the file thread,

@@ -28,11 +28,17 @@ struct OpenHow {
 /// Open `path` (relative) read-only beneath `dir`. `Unsupported` when the
 /// kernel has no `openat2` (before Linux 5.6): the caller checks another
 /// way. Any path leaving `dir` fails with `EXDEV`.
+///
+/// Opened `O_NONBLOCK`, so the open itself never waits: opening a FIFO
+/// for reading otherwise blocks until a writer comes, and a device's open
+/// may wait for its hardware. The caller checks with `fstat` on the
+/// returned file that it is the kind it wants (a regular file, whose reads
+/// and `sendfile` ignore `O_NONBLOCK` on Linux), with no race.
 pub fn open_beneath(dir: BorrowedFd<'_>, path: &Path) -> io::Result<File> {
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let how = OpenHow {
-        flags: (libc::O_RDONLY | libc::O_CLOEXEC) as u64,
+        flags: (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64,
         mode: 0,
         resolve: RESOLVE,
     };
@@ -93,6 +99,34 @@ mod tests {
         );
         for out in ["d/out", "abs", "../secret", "d/../../secret", "/etc/passwd"] {
             assert!(read(out).is_err(), "{out} must not open");
+        }
+    }
+
+    #[test]
+    fn a_fifo_opens_at_once_without_a_writer() {
+        let root = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&root.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let dir = File::open(root.path()).unwrap();
+        // Run in a thread: before O_NONBLOCK this open never returned.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_beneath(dir.as_fd(), Path::new("fifo")).map(|f| f.metadata()));
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(5)) {
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Unsupported => {} // kernel < 5.6
+            Ok(opened) => {
+                use std::os::unix::fs::FileTypeExt;
+                assert!(opened.unwrap().unwrap().file_type().is_fifo());
+            }
+            Err(_) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                // Let the stuck open return so the test process can end.
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(root.path().join("fifo"));
+                panic!("opening a FIFO without a writer blocked");
+            }
         }
     }
 }

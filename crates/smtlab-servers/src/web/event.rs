@@ -154,9 +154,10 @@ pub(crate) fn start(
     let back = Arc::new(back);
     for h in 0..config.helpers {
         let (jobs, back, site) = (jobs_rx.clone(), back.clone(), site.clone());
+        let stop = server.stop.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("web-helper-{h}"))
-            .spawn(move || help(&jobs, &back, &site));
+            .spawn(move || help(&jobs, &back, &site, &stop));
         match spawned {
             Ok(handle) => server.helpers.push(handle),
             Err(e) => {
@@ -233,12 +234,12 @@ impl Drop for EventServer {
 /// A helper thread: answer requests, warming each file's pages, until the
 /// loops are gone. It may block on the disk (that is its job); the loop
 /// that asked goes on serving others.
-fn help(jobs: &Receiver<Job>, back: &[(Sender<Done>, Arc<Waker>)], site: &Site) {
+fn help(jobs: &Receiver<Job>, back: &[(Sender<Done>, Arc<Waker>)], site: &Site, stop: &AtomicBool) {
     let mut buf = vec![0u8; WARM_CHUNK];
     while let Ok(job) = jobs.recv() {
         let response = http::respond(site, &job.request);
         if let Body::File { file, len } = &response.body {
-            warm(file, *len, &mut buf);
+            warm(file, *len, &mut buf, stop);
         }
         let (tx, waker) = &back[job.loop_k];
         let done = Done {
@@ -254,9 +255,11 @@ fn help(jobs: &Receiver<Job>, back: &[(Sender<Done>, Arc<Waker>)], site: &Site) 
 
 /// Read `len` bytes of `file` once and forget them: its pages are then in
 /// the page cache. An error is left for the loop's `sendfile` to meet.
-fn warm(file: &File, len: u64, buf: &mut [u8]) {
+/// A stop ends it between two chunks: warming a file of many gigabytes
+/// takes seconds, and a stop must not wait for it.
+fn warm(file: &File, len: u64, buf: &mut [u8], stop: &AtomicBool) {
     let mut at = 0u64;
-    while at < len {
+    while at < len && !stop.load(Ordering::Relaxed) {
         match file.read_at(buf, at) {
             Ok(0) => return,
             Ok(n) => at += n as u64,

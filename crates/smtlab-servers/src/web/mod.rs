@@ -106,6 +106,9 @@ pub struct ServerConfig {
     /// process (the smtlab binary and `__web-worker`); the worker finds the
     /// listening socket and its settings as `process.rs` documents.
     pub worker_program: Option<(PathBuf, Vec<String>)>,
+    /// Tests only: called before each file is opened (a slow disk on
+    /// demand); `None` to serve.
+    pub before_open: Option<crate::http::BeforeOpen>,
 }
 
 impl ServerConfig {
@@ -120,6 +123,7 @@ impl ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             worker_program: None,
+            before_open: None,
         }
     }
 }
@@ -270,7 +274,7 @@ pub fn start(config: &ServerConfig, listener: TcpListener) -> io::Result<Server>
         ));
     }
     let addr = listener.local_addr()?;
-    let site = crate::http::Site::new(&config.root)?;
+    let site = crate::http::Site::new(&config.root)?.with_before_open(config.before_open.clone());
     let counters = Arc::new(Counters::default());
     let running: Box<dyn Running> = match config.model {
         Model::Process => Box::new(process::start(config, listener, site, counters)?),
