@@ -1,5 +1,6 @@
 //! One entry point per action for whoever runs the applications (the DSM
-//! crate): run any app on a rank, run its sequential reference, verify.
+//! crate): what any app allocates, run it on a rank, run its sequential
+//! reference, verify.
 
 use crate::outcome::{self, Outcome};
 use crate::params::AppParams;
@@ -13,6 +14,16 @@ pub fn run_app(app: &AppParams, sh: &dyn Shared) -> Outcome {
         AppParams::Sor(p) => sor::run(sh, p),
         AppParams::Lu(p) => lu::run(sh, p),
         AppParams::Tsp(p) => tsp::run(sh, p),
+    }
+}
+
+/// The words of each shared allocation the application makes on `ranks`
+/// ranks, in the order it makes them: what the DSM sizes its region by.
+pub fn app_allocations(app: &AppParams, ranks: usize) -> Vec<usize> {
+    match app {
+        AppParams::Sor(p) => sor::allocations(p),
+        AppParams::Lu(p) => lu::allocations(p, ranks),
+        AppParams::Tsp(p) => tsp::allocations(p),
     }
 }
 

@@ -8,8 +8,8 @@
 //! * [`sor`], [`lu`], [`tsp`]: each a parallel `run` (every rank calls it)
 //!   and a plain `sequential` reference doing the same arithmetic;
 //! * [`outcome`]: what a run reports and [`verify`];
-//! * [`app`]: [`run_app`], [`sequential_app`], [`verify_app`], the three
-//!   calls the DSM crate needs;
+//! * [`app`]: [`app_allocations`], [`run_app`], [`sequential_app`],
+//!   [`verify_app`], the calls the DSM crate needs;
 //! * [`local`] and [`scoped`]: [`Shared`] over threads in one process, for
 //!   tests — `local` with plain shared memory, `scoped` with a private
 //!   copy per rank where a write crosses only from a release to a matching
@@ -35,7 +35,7 @@ pub mod shared;
 pub mod sor;
 pub mod tsp;
 
-pub use app::{run_app, sequential_app, verify_app};
+pub use app::{app_allocations, run_app, sequential_app, verify_app};
 pub use local::{run_ranks, LocalShared};
 pub use outcome::{verify, Matrix, Outcome};
 pub use params::{

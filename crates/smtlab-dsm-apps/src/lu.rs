@@ -104,6 +104,21 @@ impl Layout {
     }
 }
 
+/// The words of each rank's allocation, in rank order, as [`run`] makes
+/// them (a rank without blocks still gets one word). Counted without the
+/// layout's tables: the plan sizes every point's region with it, up to
+/// 64 ranks of a million blocks.
+pub fn allocations(p: &LuParams, ranks: usize) -> Vec<usize> {
+    let nb = p.n / p.block;
+    let (pr, pc) = rank_grid(ranks);
+    // Rank r owns the blocks of rows I = r / pc (mod pr) and columns
+    // J = r % pc (mod pc).
+    let of = |k: usize, every: usize| nb.saturating_sub(k).div_ceil(every);
+    (0..ranks)
+        .map(|r| (of(r / pc, pr) * of(r % pc, pc) * p.block * p.block).max(1))
+        .collect()
+}
+
 /// The shared blocks: one allocation per rank.
 struct Blocks<'a> {
     layout: Layout,
@@ -206,9 +221,11 @@ pub fn run(sh: &dyn Shared, p: &LuParams) -> Outcome {
     let (rank, ranks) = (sh.rank(), sh.ranks());
     let layout = Layout::new(nb, b, ranks);
     // An empty allocation would be odd for a DSM: a rank without blocks
-    // (more ranks than blocks) still gets one word.
-    let parts: Vec<_> = (0..ranks)
-        .map(|r| sh.alloc((layout.count[r] * b * b).max(1), Home::Rank(r)))
+    // (more ranks than blocks) still gets one word (`allocations`).
+    let parts: Vec<_> = allocations(p, ranks)
+        .into_iter()
+        .enumerate()
+        .map(|(r, words)| sh.alloc(words, Home::Rank(r)))
         .map(|region| sh.words(region))
         .collect();
     let m = Blocks { layout, parts };

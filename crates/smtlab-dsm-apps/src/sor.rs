@@ -53,6 +53,12 @@ pub fn rows_of(n: usize, rank: usize, ranks: usize) -> Range<usize> {
     1 + rank * n / ranks..1 + (rank + 1) * n / ranks
 }
 
+/// The words of the one allocation [`run`] makes: the whole grid,
+/// boundary included.
+pub fn allocations(p: &SorParams) -> Vec<usize> {
+    vec![(p.n + 2) * (p.n + 2)]
+}
+
 /// One rank's part of the run: every rank calls it. Rank 0 returns the
 /// final grid and its checksum; the other ranks return NaN and no grid.
 pub fn run(sh: &dyn Shared, p: &SorParams) -> Outcome {

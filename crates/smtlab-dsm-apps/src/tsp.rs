@@ -111,6 +111,18 @@ pub fn jobs(cities: usize, depth: usize) -> Vec<u64> {
     out
 }
 
+/// How many jobs [`jobs`] makes: `(cities-1) (cities-2) ...`, `depth`
+/// factors.
+pub fn job_count(cities: usize, depth: usize) -> usize {
+    (0..depth).map(|t| cities - 1 - t).product()
+}
+
+/// The words of each allocation [`run`] makes, in order: the queue's head
+/// (next job, job count), the queue, the best length.
+pub fn allocations(p: &TspParams) -> Vec<usize> {
+    vec![2, job_count(p.cities, p.depth), 1]
+}
+
 /// One rank's depth-first search of job subtrees.
 struct Search<'a> {
     sh: &'a dyn Shared,
@@ -364,6 +376,9 @@ mod tests {
     fn jobs_are_all_prefixes() {
         let j = jobs(6, 3);
         assert_eq!(j.len(), 5 * 4 * 3);
+        for (cities, depth) in [(4, 1), (4, 2), (9, 3), (12, 5)] {
+            assert_eq!(job_count(cities, depth), jobs(cities, depth).len());
+        }
         assert_eq!(j[0], 1 | 2 << 4 | 3 << 8);
         let mut sorted = j.clone();
         sorted.sort();

@@ -4,9 +4,13 @@
 
 use std::time::Instant;
 
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
 use smtlab_dsm_apps::{
-    run_app, run_ranks, run_ranks_scoped, run_ranks_scoped_traffic, sequential_app, verify_app,
-    App, AppParams, LuParams, Outcome, SorParams, TspParams,
+    app_allocations, run_app, run_ranks, run_ranks_scoped, run_ranks_scoped_traffic,
+    sequential_app, verify_app, App, AppParams, Home, LuParams, Outcome, Region, Shared, SorParams,
+    TspParams,
 };
 
 /// Which in-process DSM a test runs on.
@@ -246,5 +250,85 @@ fn default_sizes_timing() {
             outs[0].work,
             outs[1].work
         );
+    }
+}
+
+/// A rank's DSM that notes the size of every allocation it is asked for.
+struct Recording<'a> {
+    inner: &'a dyn Shared,
+    words: Mutex<Vec<usize>>,
+}
+
+impl Shared for Recording<'_> {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn ranks(&self) -> usize {
+        self.inner.ranks()
+    }
+    fn alloc(&self, words: usize, home: Home) -> Region {
+        self.words.lock().unwrap().push(words);
+        self.inner.alloc(words, home)
+    }
+    fn words(&self, region: Region) -> &[AtomicU64] {
+        self.inner.words(region)
+    }
+    fn lock(&self, id: usize) {
+        self.inner.lock(id)
+    }
+    fn unlock(&self, id: usize) {
+        self.inner.unlock(id)
+    }
+    fn barrier(&self) {
+        self.inner.barrier()
+    }
+    fn poll(&self) {
+        self.inner.poll()
+    }
+}
+
+/// The DSM sizes its region from `app_allocations` before the application
+/// runs: they must be exactly the allocations it then makes, on every
+/// rank, at every rank count (else a size `smtlab list` calls valid fills
+/// the region and every rank panics).
+#[test]
+fn declared_allocations_are_the_ones_each_app_makes() {
+    let apps = [
+        AppParams::Sor(SorParams {
+            n: 37,
+            iterations: 1,
+        }),
+        AppParams::Lu(LuParams {
+            n: 48,
+            block: 8,
+            seed: 1,
+        }),
+        // Fewer blocks (4) than ranks at 5: a rank with none.
+        AppParams::Lu(LuParams {
+            n: 32,
+            block: 16,
+            seed: 1,
+        }),
+        AppParams::Tsp(TspParams {
+            cities: 7,
+            seed: 1,
+            depth: 2,
+        }),
+    ];
+    for app in apps {
+        for ranks in 1..=5 {
+            let made = run_ranks(ranks, |sh| {
+                let rec = Recording {
+                    inner: sh,
+                    words: Mutex::new(Vec::new()),
+                };
+                run_app(&app, &rec);
+                rec.words.into_inner().unwrap()
+            });
+            let declared = app_allocations(&app, ranks);
+            for (rank, words) in made.iter().enumerate() {
+                assert_eq!(words, &declared, "{app}, rank {rank} of {ranks}");
+            }
+        }
     }
 }

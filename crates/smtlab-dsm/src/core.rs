@@ -467,6 +467,12 @@ impl Core {
         )
     }
 
+    /// The ranks that have not arrived at the barrier this rank manages
+    /// (rank 0's), bit r.
+    pub fn missing_arrivals(&self) -> u64 {
+        self.managers.missing_arrivals()
+    }
+
     /// Acknowledge now what is owed (before sleeping).
     pub fn flush_acks(&mut self) {
         self.net.flush_acks(&mut self.ep);

@@ -97,11 +97,13 @@ pub fn page_fetch_ns(comm: Comm, rounds: usize, cpus: [Option<u32>; 2]) -> Resul
                 bind: "127.0.0.1".parse().expect("an address"),
                 seed: 1,
                 meet_timeout: Duration::from_secs(20),
+                stall_timeout: crate::DEFAULT_STALL_TIMEOUT,
             };
             let result = Arc::clone(&result);
             std::thread::spawn(move || -> Result<(), RankError> {
                 pin(cpus[rank]);
-                let (node, threads) = start_node(&args, 0.0)?;
+                // One allocation of BATCH pages.
+                let (node, threads) = start_node(&args, 0.0, BATCH)?;
                 let region = node.alloc(BATCH * PAGE_WORDS, Home::Rank(0));
                 let first = region.offset / PAGE_WORDS;
                 if rank == 0 {

@@ -45,6 +45,18 @@ pub struct LauncherRank {
     pub launcher: &'static str,
 }
 
+impl LauncherRank {
+    /// The variable that gave this job's size (`OMPI_COMM_WORLD_SIZE`,
+    /// `PMI_SIZE`, `SLURM_NTASKS`): what a message about the rank count
+    /// names.
+    pub fn size_var(&self) -> &'static str {
+        [&OPEN_MPI, &PMI, &SLURM]
+            .into_iter()
+            .find(|v| v.name == self.launcher)
+            .map_or("the launcher's size", |v| v.size)
+    }
+}
+
 /// One launcher's variables.
 struct Vars {
     name: &'static str,
@@ -326,6 +338,8 @@ mod tests {
                 launcher: "Open MPI",
             }
         );
+        // A message about its size names the variable that gave it.
+        assert_eq!(l.size_var(), "OMPI_COMM_WORLD_SIZE");
         let Some(Rendezvous::Dir(dir)) = default_rendezvous(&l) else {
             panic!("a job id gives a directory");
         };
@@ -376,6 +390,7 @@ mod tests {
                 launcher: "Slurm",
             }
         );
+        assert_eq!(l.size_var(), "SLURM_NTASKS");
         let l = from_env(env(&[
             ("SLURM_PROCID", "6"),
             ("SLURM_NTASKS", "7"),

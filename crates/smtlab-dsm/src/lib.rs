@@ -13,12 +13,16 @@ mod rank;
 mod registry;
 mod rendezvous;
 mod report;
+mod stall;
 
 pub use fetch_bench::{fault_floor_ns, page_fetch_ns, udp_ping_pong_ns};
 pub use launcher::{
     default_bind, default_rendezvous, from_env as launcher_from_env, path_component, LauncherRank,
 };
-pub use params::{check_params, DsmParams, MAX_LOSS, MAX_RANKS};
-pub use rank::{run_local_threads, run_rank, RankArgs, RankError, REGION_PAGES};
-pub use rendezvous::{Rendezvous, RendezvousError, RendezvousSpecError};
+pub use params::{
+    check_params, max_region_pages, region_pages, DsmParams, RanksFrom, MAX_LOSS, MAX_RANKS,
+};
+pub use rank::{run_local_threads, run_rank, RankArgs, RankError};
+pub use rendezvous::{sweep_stale, Rendezvous, RendezvousError, RendezvousSpecError, DIR_PREFIX};
 pub use report::{RankStats, RunReport, ThreadTime, TimeSplit};
+pub use stall::{on_stall, StallHandler, Stalled, DEFAULT_STALL_TIMEOUT};

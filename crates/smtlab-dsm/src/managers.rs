@@ -30,6 +30,8 @@ pub struct Managers {
     ranks: usize,
     locks: Vec<Lock>,
     arrived: usize,
+    /// The ranks that arrived at the current barrier (bit r).
+    arrived_from: u64,
     /// Per page, the ranks that wrote it since the last barrier (bit r).
     writers: Vec<u64>,
     touched: Vec<u32>,
@@ -60,6 +62,7 @@ impl Managers {
                 })
                 .collect(),
             arrived: 0,
+            arrived_from: 0,
             writers: vec![0; pages],
             touched: Vec::with_capacity(pages),
             touched_seen: vec![0; bits],
@@ -133,6 +136,7 @@ impl Managers {
             }
         }
         self.arrived += 1;
+        self.arrived_from |= 1 << from;
         if self.arrived < self.ranks {
             return;
         }
@@ -156,6 +160,14 @@ impl Managers {
         self.touched.clear();
         self.touched_seen.iter_mut().for_each(|w| *w = 0);
         self.arrived = 0;
+        self.arrived_from = 0;
+    }
+
+    /// The ranks that have not arrived at the current barrier (bit r), for
+    /// a barrier that waited too long to name them.
+    pub fn missing_arrivals(&self) -> u64 {
+        let all = u64::MAX >> (64 - self.ranks.clamp(1, 64));
+        all & !self.arrived_from
     }
 }
 
@@ -230,10 +242,14 @@ mod tests {
     fn the_barrier_tells_each_rank_only_what_others_wrote() {
         let mut m = Managers::new(3, 128);
         let mut s = Sent::default();
+        assert_eq!(m.missing_arrivals(), 0b111);
         m.arrive(0, &pages(&[1, 2]), &mut s);
         m.arrive(1, &pages(&[2, 3]), &mut s);
         assert!(s.out.is_empty(), "no go before the last arrival");
+        // Who a barrier that waits too long is waiting for.
+        assert_eq!(m.missing_arrivals(), 0b100);
         m.arrive(2, &pages(&[]), &mut s);
+        assert_eq!(m.missing_arrivals(), 0b111, "the next barrier's");
         let mut got = s.out.clone();
         got.sort();
         assert_eq!(

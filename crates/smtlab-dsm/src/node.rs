@@ -42,7 +42,9 @@ use crate::core::{Core, Waits};
 use crate::managers::{Managers, LOCKS};
 use crate::protocol::{self, PAGE_WORDS};
 use crate::registry::SignalTarget;
+use crate::rendezvous::Rendezvous;
 use crate::report::ThreadTime;
+use crate::stall::{self, Stalled};
 
 /// How often a `poll` rank's `poll()` looks at the socket: often enough to
 /// answer a page request within a few tens of microseconds, rarely enough
@@ -51,8 +53,6 @@ pub const POLL_EVERY_NS: u64 = 20_000;
 /// The `sigio` timer's period: retransmissions and owed acknowledgements
 /// while the computation runs.
 const SIGIO_TICK: Duration = Duration::from_millis(1);
-/// The longest a rank waits for a reply before it gives up.
-pub const STALL_LIMIT_NS: u64 = 120_000_000_000;
 /// The longest a communication thread sleeps without looking at its timers.
 const THREAD_NAP_MS: u64 = 2;
 /// How late a read timeout of [`THREAD_NAP_MS`] may end: the kernel counts
@@ -60,6 +60,53 @@ const THREAD_NAP_MS: u64 = 2;
 /// up to one tick — 4 ms at Debian's HZ=250. A `poll` rank sleeps in a read
 /// only while its next timer is at least this far away.
 const READ_TIMEOUT_SLACK: Duration = Duration::from_millis(4);
+
+/// The pages an allocation of `words` words takes: whole pages, at least
+/// one (every allocation starts a page of its own).
+pub fn pages_of(words: usize) -> usize {
+    (words * 8).div_ceil(DSM_PAGE).max(1)
+}
+
+/// Whom the computation waits to hear from, for a rank that waited too
+/// long to name them.
+#[derive(Debug, Clone, Copy)]
+enum Awaited {
+    /// These ranks (bit r: rank r; at most 64 ranks).
+    Ranks(u64),
+    /// At rank 0, the barrier's manager: the ranks that have not arrived.
+    Arrivals,
+    /// At rank 0, at the end: the ranks whose statistics have not come.
+    Gathers,
+}
+
+impl Awaited {
+    fn rank(r: usize) -> Awaited {
+        Awaited::Ranks(1 << r)
+    }
+}
+
+/// What the computation waits for (named only when it waited too long:
+/// a wait costs no formatting).
+#[derive(Debug, Clone, Copy)]
+enum Wanted {
+    Page(usize),
+    DiffAcks,
+    Lock(usize),
+    Barrier,
+    End,
+}
+
+impl std::fmt::Display for Wanted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wanted::Page(p) => write!(f, "page {p} from its home"),
+            Wanted::DiffAcks => f.write_str("the acknowledgements of its diffs"),
+            Wanted::Lock(id) => write!(f, "lock {id} from its manager"),
+            Wanted::Barrier => f.write_str("a barrier"),
+            Wanted::End => f.write_str("the end of the run"),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PageState {
@@ -155,6 +202,11 @@ pub struct Node {
     section_end: Mutex<Option<(f64, Snapshot)>>,
     /// CPU seconds (f64 bits) each communication thread last published.
     thread_cpu: Vec<(&'static str, AtomicU64)>,
+    /// How long a wait may last before this rank gives up.
+    stall_ns: u64,
+    /// The rendezvous it leaves when it gives up (see
+    /// [`Rendezvous::leave`]).
+    rendezvous: Option<Rendezvous>,
 }
 
 /// The communication threads of a node, joined at [`Node::stop`].
@@ -162,13 +214,16 @@ pub struct Threads(Vec<std::thread::JoinHandle<()>>);
 
 impl Node {
     /// A node over `core`, with a region of `pages` pages, computing on the
-    /// calling thread.
+    /// calling thread; a wait longer than `stall` gives up, leaving
+    /// `rendezvous` first.
     pub fn new(
         rank: usize,
         ranks: usize,
         comm: Comm,
         pages: usize,
         core: Core,
+        stall: Duration,
+        rendezvous: Option<Rendezvous>,
     ) -> std::io::Result<Node> {
         let region = DsmRegion::new(pages)?;
         let wake = if comm == Comm::Thr1 {
@@ -224,6 +279,8 @@ impl Node {
             last_poll: AtomicU64::new(0),
             section_end: Mutex::new(None),
             thread_cpu: names.iter().map(|n| (*n, AtomicU64::new(0))).collect(),
+            stall_ns: u64::try_from(stall.as_nanos()).unwrap_or(u64::MAX),
+            rendezvous,
         })
     }
 
@@ -462,47 +519,44 @@ impl Node {
     }
 
     /// Block until `done` holds; returns nanoseconds waited. A wait longer
-    /// than [`STALL_LIMIT_NS`] means a rank died or the network is gone:
-    /// this rank gives up (a panic, so the process ends with the reason;
-    /// whoever launched the ranks stops the others).
-    fn wait(&self, what: &str, done: impl Fn(&Waits) -> bool) -> u64 {
+    /// than the stall timeout means a rank died or stopped, or the network
+    /// is gone: this rank gives up ([`Node::give_up`]), naming whom it was
+    /// waiting to hear from (`from`) and for what.
+    fn wait(&self, what: Wanted, from: Awaited, done: impl Fn(&Waits) -> bool) -> u64 {
         let t0 = now_ns();
-        let done = |core: &Core| {
-            if now_ns() - t0 > STALL_LIMIT_NS {
-                panic!(
-                    "rank {}: no reply from the other ranks for {} s (a rank died, or the \
-                     network between them is gone), waiting for {what}: {}; {}; I/O signals \
-                     {}, {} of them finding the core taken",
-                    self.rank,
-                    STALL_LIMIT_NS / 1_000_000_000,
-                    core.waits.summary(),
-                    core.state_line(),
-                    self.io_signals.load(Ordering::Relaxed),
-                    self.io_busy.load(Ordering::Relaxed),
-                );
+        // With the core locked: done, not yet, or given up (the reason is
+        // built while the core's state is at hand).
+        let check = |core: &Core| -> Result<bool, Stalled> {
+            if done(&core.waits) {
+                return Ok(true);
             }
-            done(&core.waits)
+            let waited = now_ns().saturating_sub(t0);
+            if waited > self.stall_ns {
+                return Err(self.stalled(core, what, from, waited));
+            }
+            Ok(false)
         };
         self.waiting.store(true, Ordering::Relaxed);
         match self.comm {
             Comm::Sigio => {
                 smtlab_sys::block_io_signal();
                 loop {
-                    let finished = {
+                    let state = {
                         let mut core = self.lock_core();
-                        let d = done(&core);
-                        if !d {
+                        let state = check(&core);
+                        if matches!(state, Ok(false)) {
                             core.flush_acks();
                         }
-                        d
+                        state
                     };
-                    if finished {
-                        break;
+                    match state {
+                        Ok(true) => break,
+                        // Atomically unblock and sleep: the handler serves
+                        // (the reply among what it serves) and wakes us;
+                        // the timer wakes us at least every millisecond.
+                        Ok(false) => smtlab_sys::suspend_for_io_signal(),
+                        Err(stalled) => self.give_up(stalled),
                     }
-                    // Atomically unblock and sleep: the handler serves
-                    // (the reply among what it serves) and wakes us; the
-                    // timer wakes us at least every millisecond.
-                    smtlab_sys::suspend_for_io_signal();
                 }
                 smtlab_sys::unblock_io_signal();
             }
@@ -515,7 +569,15 @@ impl Node {
                 // tick late; when a timer is due sooner than
                 // READ_TIMEOUT_SLACK, poll (precise) and then read.
                 let mut core = self.lock_core();
-                while !done(&core) {
+                loop {
+                    match check(&core) {
+                        Ok(true) => break,
+                        Ok(false) => {}
+                        Err(stalled) => {
+                            drop(core);
+                            self.give_up(stalled)
+                        }
+                    }
                     core.flush_pending();
                     core.tick();
                     core.flush_acks();
@@ -535,7 +597,15 @@ impl Node {
             }
             Comm::Thr1 | Comm::Thr2 | Comm::Thr3 => {
                 let mut core = self.lock_core();
-                while !done(&core) {
+                loop {
+                    match check(&core) {
+                        Ok(true) => break,
+                        Ok(false) => {}
+                        Err(stalled) => {
+                            drop(core);
+                            self.give_up(stalled)
+                        }
+                    }
                     core = self
                         .replies
                         .wait_timeout(core, Duration::from_millis(10))
@@ -546,6 +616,46 @@ impl Node {
         }
         self.waiting.store(false, Ordering::Relaxed);
         now_ns() - t0
+    }
+
+    /// Why this rank gives up, from its core's state.
+    fn stalled(&self, core: &Core, what: Wanted, from: Awaited, waited_ns: u64) -> Stalled {
+        let mask = match from {
+            Awaited::Ranks(mask) => mask,
+            Awaited::Arrivals => core.missing_arrivals(),
+            Awaited::Gathers => (1..self.ranks)
+                .filter(|&r| core.waits.gathered.get(r).is_none_or(Vec::is_empty))
+                .fold(0, |m, r| m | 1 << r),
+        };
+        let silent = (0..self.ranks.min(64))
+            .filter(|r| mask & (1 << r) != 0)
+            .collect();
+        let signals = if self.comm == Comm::Sigio {
+            format!(
+                "; I/O signals {}, {} of them finding the core taken",
+                self.io_signals.load(Ordering::Relaxed),
+                self.io_busy.load(Ordering::Relaxed)
+            )
+        } else {
+            String::new()
+        };
+        Stalled {
+            rank: self.rank,
+            silent,
+            what: what.to_string(),
+            waited: Duration::from_nanos(waited_ns),
+            detail: format!("{}; {}{signals}", core.waits.summary(), core.state_line()),
+        }
+    }
+
+    /// Give up waiting: leave the rendezvous (so the last rank out of a
+    /// failed run removes it), then end as the program said
+    /// ([`stall::on_stall`]). Called without the core locked.
+    fn give_up(&self, stalled: Stalled) -> ! {
+        if let Some(rv) = &self.rendezvous {
+            rv.leave(self.rank);
+        }
+        stall::give_up(stalled)
     }
 
     /// Fetch page `p` from its home into the DSM's view, and make it
@@ -560,7 +670,7 @@ impl Node {
         // is here, in the fault handler, until the reply is in the page
         // (written through the DSM's view, the same memory).
         self.protect(p, PageAccess::Read);
-        m.wait_ns += self.wait("a page", |w| w.page_arrived);
+        m.wait_ns += self.wait(Wanted::Page(p), Awaited::rank(home), |w| w.page_arrived);
         m.getp += 1;
     }
 
@@ -614,6 +724,7 @@ impl Node {
     fn flush_dirty(&self, m: &mut Main) {
         let dirty = std::mem::take(&mut m.dirty);
         let mut sent = 0;
+        let mut homes = 0u64;
         for &p in &dirty {
             let p = p as usize;
             self.protect(p, PageAccess::Read);
@@ -635,6 +746,7 @@ impl Node {
                 let home = m.homes[p] as usize;
                 self.request(home, &msg[..len], |w| w.diff_acks += 1);
                 sent += 1;
+                homes |= 1 << home;
             }
             m.msg = msg;
         }
@@ -643,7 +755,9 @@ impl Node {
         m.dirty = dirty;
         if sent > 0 {
             m.diffs += sent;
-            m.wait_ns += self.wait("diff acks", |w| w.diff_acks == 0);
+            m.wait_ns += self.wait(Wanted::DiffAcks, Awaited::Ranks(homes), |w| {
+                w.diff_acks == 0
+            });
         }
     }
 
@@ -760,7 +874,12 @@ impl Node {
     fn wait_until(&self, done: impl Fn(&Waits) -> bool, deadline: u64) -> Result<(), ()> {
         // `wait` returns only once its condition holds: `done`, or the
         // deadline passed; which of the two is read back once.
-        self.wait("the end of the run", |w| done(w) || now_ns() >= deadline);
+        let from = if self.rank == 0 {
+            Awaited::Gathers
+        } else {
+            Awaited::rank(0)
+        };
+        self.wait(Wanted::End, from, |w| done(w) || now_ns() >= deadline);
         if self.with_core(|c| done(&c.waits)) {
             Ok(())
         } else {
@@ -842,12 +961,14 @@ impl Shared for Node {
 
     fn alloc(&self, words: usize, home: Home) -> Region {
         let mut m = self.main.lock().unwrap_or_else(|e| e.into_inner());
-        let pages = (words * 8).div_ceil(DSM_PAGE).max(1);
+        let pages = pages_of(words);
         let first = m.next_page;
+        // The region is sized from the application's allocations
+        // (`rank::region_pages`): one beyond it is a bug of that sizing.
         assert!(
             first + pages <= m.pages.len(),
-            "the DSM region ({} MiB) is full: the application asked for {} more pages",
-            (m.pages.len() * DSM_PAGE) >> 20,
+            "the DSM region ({} pages) is full: the application asked for {} more pages",
+            m.pages.len(),
             pages
         );
         for i in 0..pages {
@@ -884,7 +1005,7 @@ impl Shared for Node {
         let len = protocol::start(&mut m.msg, protocol::ACQ, id as u32);
         let manager = Managers::manager_of(id, self.ranks);
         self.request(manager, &m.msg[..len], |w| w.granted = false);
-        m.wait_ns += self.wait("a lock", |w| w.granted);
+        m.wait_ns += self.wait(Wanted::Lock(id), Awaited::rank(manager), |w| w.granted);
         self.invalidate(&mut m);
         m.locks += 1;
         m.sync_ns += now_ns() - t0;
@@ -917,7 +1038,14 @@ impl Shared for Node {
         m.interval.clear();
         self.request(0, &msg[..len], |w| w.go = false);
         m.msg = msg;
-        m.wait_ns += self.wait("a barrier", |w| w.go);
+        // Rank 0 manages the barrier: it waits for the others' arrivals,
+        // they wait for its go.
+        let from = if self.rank == 0 {
+            Awaited::Arrivals
+        } else {
+            Awaited::rank(0)
+        };
+        m.wait_ns += self.wait(Wanted::Barrier, from, |w| w.go);
         self.invalidate(&mut m);
         m.epoch += 1;
         m.barriers += 1;

@@ -1,7 +1,10 @@
 //! One rank's run: bind the UDP socket, meet the other ranks, start the
-//! mechanism, run the application over the DSM between two barriers (the
-//! measured parallel section), gather every rank's statistics at rank 0,
-//! and verify the result there against a sequential run of the same input.
+//! mechanism over a region sized for the application, run the application
+//! over the DSM between two barriers (the measured parallel section),
+//! gather every rank's statistics at rank 0, and verify the result there
+//! against a sequential run of the same input. Rank 0 removes the
+//! rendezvous once every rank is past the first barrier; a rank that fails
+//! leaves it ([`Rendezvous::leave`]).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -14,13 +17,10 @@ use smtlab_types::Comm;
 
 use crate::core::Core;
 use crate::node::{Node, Snapshot, Threads};
-use crate::params::DsmParams;
+use crate::params::{region_pages, DsmParams};
 use crate::rendezvous::Rendezvous;
 use crate::report::{RankStats, RunReport, ThreadTime, TimeSplit};
 
-/// Pages of every rank's shared region: 64 MiB of address space, which
-/// costs nothing until touched (LU and SOR at their defaults use 2 MiB).
-pub const REGION_PAGES: usize = 16 << 10;
 /// How long the end of a run may take (statistics to rank 0, goodbyes).
 const FINISH_LIMIT: Duration = Duration::from_secs(30);
 
@@ -41,6 +41,10 @@ pub struct RankArgs {
     pub seed: u64,
     /// How long to wait for the other ranks at the rendezvous.
     pub meet_timeout: Duration,
+    /// How long a wait for another rank may last before this one gives up
+    /// ([`crate::on_stall`]); [`crate::DEFAULT_STALL_TIMEOUT`] unless a
+    /// run says.
+    pub stall_timeout: Duration,
 }
 
 /// A rank's run failed.
@@ -51,8 +55,16 @@ pub enum RankError {
 }
 
 /// Run one rank on the calling thread; rank 0 returns the gathered
-/// report, the others `None`.
+/// report, the others `None`. A rank that fails leaves the rendezvous.
 pub fn run_rank(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
+    let result = run_one(args);
+    if result.is_err() {
+        args.rendezvous.leave(args.rank);
+    }
+    result
+}
+
+fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
     let fail = |what: String| RankError::Failed {
         rank: args.rank,
         what,
@@ -63,11 +75,17 @@ pub fn run_rank(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
         .map_err(|_| fail(format!("`{}` is not a DSM application", args.app)))?;
     let app_params = AppParams::parse(app, &args.params).map_err(|e| fail(e.to_string()))?;
     let dsm = DsmParams::parse(&args.params).map_err(fail)?;
-    let (node, threads) = start_node(args, dsm.loss)?;
+    let pages = region_pages(&app_params, args.ranks);
+    let (node, threads) = start_node(args, dsm.loss, pages)?;
 
     // Everybody up; then the measured section, ended by a barrier so the
     // last rank's writes are home before rank 0 reads the result.
     node.barrier();
+    // Past the first barrier every rank has read the rendezvous: nothing
+    // of it need outlive the run, however the run ends from here.
+    if args.rank == 0 {
+        args.rendezvous.clean_up(args.ranks);
+    }
     let before = node.snapshot();
     let start_s = smtlab_sys::monotonic_s();
     let outcome = smtlab_dsm_apps::run_app(&app_params, &*node);
@@ -119,9 +137,14 @@ pub fn run_rank(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
     }))
 }
 
-/// Bind, meet the other ranks, build the node and start its mechanism on
-/// the calling thread (which becomes the rank's computing thread).
-pub(crate) fn start_node(args: &RankArgs, loss: f64) -> Result<(Arc<Node>, Threads), RankError> {
+/// Bind, meet the other ranks, build the node over a region of `pages`
+/// pages and start its mechanism on the calling thread (which becomes the
+/// rank's computing thread).
+pub(crate) fn start_node(
+    args: &RankArgs,
+    loss: f64,
+    pages: usize,
+) -> Result<(Arc<Node>, Threads), RankError> {
     let fail = |what: String| RankError::Failed {
         rank: args.rank,
         what,
@@ -147,15 +170,23 @@ pub(crate) fn start_node(args: &RankArgs, loss: f64) -> Result<(Arc<Node>, Threa
     let mut core = Core::new(
         args.rank,
         args.ranks,
-        REGION_PAGES,
+        pages,
         ep,
         net,
         args.comm == Comm::Thr3,
     );
     core.set_peers(peers);
     let node = Arc::new(
-        Node::new(args.rank, args.ranks, args.comm, REGION_PAGES, core)
-            .map_err(|e| fail(format!("the DSM region: {e}")))?,
+        Node::new(
+            args.rank,
+            args.ranks,
+            args.comm,
+            pages,
+            core,
+            args.stall_timeout,
+            Some(args.rendezvous.clone()),
+        )
+        .map_err(|e| fail(format!("the DSM region of {pages} pages: {e}")))?,
     );
     let threads = node
         .start()
@@ -244,10 +275,17 @@ pub fn run_local_threads(args: &RankArgs) -> Result<RunReport, RankError> {
             Ok(Ok(Some(r))) => report = Some(r),
             Ok(Ok(None)) => {}
             Ok(Err(e)) => error = error.or(Some(e)),
-            Err(_) => {
+            Err(payload) => {
+                // A stalled rank panics with its line here (no handler is
+                // set for ranks as threads): keep it.
+                let said = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
                 error = error.or(Some(RankError::Failed {
                     rank: usize::MAX,
-                    what: "a rank panicked".into(),
+                    what: format!("a rank panicked: {said}"),
                 }))
             }
         }

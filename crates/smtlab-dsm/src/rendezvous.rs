@@ -13,9 +13,15 @@
 //!   rank count it was written for (another count is an error, not a
 //!   hang) and the host and pid of its writer (a file of a process of this
 //!   host that no longer exists is stale, and waited past until its rank
-//!   rewrites it); and rank 0 removes the files when its run is over
-//!   ([`Rendezvous::clean_up`]; by then every rank has long read them,
-//!   since each has sent its statistics to rank 0).
+//!   rewrites it). The directory's parent must exist: a mistyped path is
+//!   refused when the flag is read, not made. Nothing is left behind,
+//!   however the run ends: rank 0 removes the files and the directory
+//!   once every rank is past the first barrier (so has read them:
+//!   [`Rendezvous::clean_up`]); a rank that fails before that removes its
+//!   own file and those of ranks of this host whose process has ended, and
+//!   the directory once it is empty ([`Rendezvous::leave`]), so the last
+//!   rank out removes it; what ranks killed outright left is removed by
+//!   the next run ([`sweep_stale`]).
 //! * `HOST:PORT`, rank 0's address: rank 0 listens on TCP there, each
 //!   other rank connects (again and again until rank 0 listens) and sends
 //!   `<rank> <ranks> <addr>`; when all have, rank 0 answers every one with
@@ -64,7 +70,9 @@ impl FromStr for Rendezvous {
             if path.is_empty() {
                 return Err(bad("no directory after dir:"));
             }
-            return Ok(Rendezvous::Dir(PathBuf::from(path)));
+            let dir = PathBuf::from(path);
+            check_dir(&dir).map_err(|why| bad(&why))?;
+            return Ok(Rendezvous::Dir(dir));
         }
         if let Ok(addr) = text.parse::<SocketAddr>() {
             return Ok(Rendezvous::Leader(addr));
@@ -96,6 +104,34 @@ impl fmt::Display for Rendezvous {
             Rendezvous::Dir(p) => write!(f, "dir:{}", p.display()),
             Rendezvous::Leader(a) => write!(f, "{a}"),
         }
+    }
+}
+
+/// A rendezvous directory that can be made or used: it is a directory,
+/// or it is not there and its parent is (one level is made, never a
+/// whole path: a typo must not create a tree).
+fn check_dir(dir: &Path) -> Result<(), String> {
+    let error = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => return Err(format!("{} exists and is not a directory", dir.display())),
+        Err(e) => e,
+    };
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", parent.display())),
+        Ok(_) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(_) => Err(format!("{}: {error}", dir.display())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("{}: {e}", parent.display()))
+        }
+        Err(_) => Err(format!(
+            "the directory {} does not exist (the rendezvous directory is made in an existing \
+             one)",
+            parent.display()
+        )),
     }
 }
 
@@ -184,15 +220,35 @@ impl Rendezvous {
         }
     }
 
-    /// Remove what this run left at the rendezvous (rank 0, after its run:
-    /// every rank has read the table by then). The directory itself goes
-    /// too when nothing else is in it. Nothing to do for `HOST:PORT`.
+    /// Remove what this run left at the rendezvous (rank 0, once every
+    /// rank is past the first barrier, so has read the table). The
+    /// directory itself goes too when nothing else is in it. Nothing to do
+    /// for `HOST:PORT`.
     pub fn clean_up(&self, ranks: usize) {
         if let Rendezvous::Dir(dir) = self {
             for r in 0..ranks {
                 let _ = std::fs::remove_file(rank_file(dir, r));
             }
             // Fails, as it should, when another run's files are there.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
+    /// Rank `rank` leaves a run that failed (an error, a stall, a stop
+    /// signal): its own file goes if this process wrote it, and so do the
+    /// files of ranks of this host whose process has ended; then the
+    /// directory, once nothing is left in it. Every rank that fails
+    /// leaves so, and the last one out removes the directory. A file of a
+    /// rank still alive, or written on another host, stays. Nothing to do
+    /// for `HOST:PORT`.
+    pub fn leave(&self, rank: usize) {
+        if let Rendezvous::Dir(dir) = self {
+            let me = Writer::this_process();
+            for (path, file) in entries(dir) {
+                if file.is_stale(&me) || file.is_mine(&me, rank) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
             let _ = std::fs::remove_dir(dir);
         }
     }
@@ -222,7 +278,13 @@ impl Rendezvous {
         timeout: Duration,
         deadline: Instant,
     ) -> Result<Vec<SocketAddr>, RendezvousError> {
-        std::fs::create_dir_all(dir).map_err(self.io("creating the directory"))?;
+        // One level only: the parent was checked when the flag was read.
+        match std::fs::create_dir(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(self.io("creating the directory")(e))
+            }
+            _ => {}
+        }
         let me = Writer::this_process();
         let line = format!("{ranks} {mine} {} {}\n", me.host, me.pid);
         let tmp = dir.join(format!(".rank-{rank}.{}.tmp", me.pid));
@@ -470,6 +532,104 @@ fn rank_file(dir: &Path, rank: usize) -> PathBuf {
     dir.join(format!("rank-{rank}"))
 }
 
+/// The prefix of every rendezvous directory smtlab names itself (a
+/// launcher's job's, a local run's sample's).
+pub const DIR_PREFIX: &str = "smtlab-rendezvous-";
+
+/// Remove the rendezvous directories under `parent` (those named
+/// [`DIR_PREFIX`]...) that hold only files of ranks of this host whose
+/// processes have ended: what a run whose ranks were killed outright
+/// (SIGKILL, a launcher's abort) left. `except` (this run's own) is not
+/// looked at; an empty directory is not either (a run may have just made
+/// it); one with a file of a live rank, or of another host, is kept whole.
+pub fn sweep_stale(parent: &Path, except: Option<&Path>) {
+    let Ok(dirs) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let me = Writer::this_process();
+    for d in dirs.flatten() {
+        let path = d.path();
+        let ours = d
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(DIR_PREFIX));
+        if !ours || except == Some(path.as_path()) || !d.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let files = entries(&path);
+        if files.is_empty() || !files.iter().all(|(_, f)| f.is_stale(&me)) {
+            continue;
+        }
+        for (file, _) in files {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::fs::remove_dir(&path);
+    }
+}
+
+/// What a file in a rendezvous directory is.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    /// A rank's address (`rank-R`) or one being written (`.rank-R.PID.tmp`),
+    /// with the rank and its writer when the file names them.
+    Rank {
+        rank: usize,
+        writer: Option<(String, u32)>,
+    },
+    /// Anything else: never removed.
+    Other,
+}
+
+impl Entry {
+    fn read(path: &Path) -> Entry {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let rank = name.strip_prefix("rank-").or_else(|| {
+            name.strip_prefix(".rank-")
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .and_then(|rest| rest.split_once('.').map(|(r, _)| r))
+        });
+        let Some(rank) = rank.and_then(|r| r.parse().ok()) else {
+            return Entry::Other;
+        };
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let writer = match words[..] {
+            [_, _, host, pid] => pid.parse().ok().map(|pid| (host.to_string(), pid)),
+            _ => None,
+        };
+        Entry::Rank { rank, writer }
+    }
+
+    /// Written by a process of this host that has ended.
+    fn is_stale(&self, me: &Writer) -> bool {
+        matches!(self, Entry::Rank { writer: Some((host, pid)), .. }
+            if *host == me.host && !Path::new(&format!("/proc/{pid}")).exists())
+    }
+
+    /// Rank `rank`'s file, written by this process.
+    fn is_mine(&self, me: &Writer, rank: usize) -> bool {
+        matches!(self, Entry::Rank { rank: r, writer: Some((host, pid)) }
+            if *r == rank && *host == me.host && *pid == me.pid)
+    }
+}
+
+/// Every file of a rendezvous directory, read.
+fn entries(dir: &Path) -> Vec<(PathBuf, Entry)> {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    list.flatten()
+        .map(|e| {
+            let path = e.path();
+            let entry = Entry::read(&path);
+            (path, entry)
+        })
+        .collect()
+}
+
 /// What is left until `deadline`, at least a millisecond (a zero read
 /// timeout would mean none).
 fn remaining(deadline: Instant) -> Duration {
@@ -663,7 +823,7 @@ mod tests {
 
     #[test]
     fn a_rank_outside_the_run_is_refused() {
-        let rv: Rendezvous = "dir:/nonexistent/x".parse().unwrap();
+        let rv = Rendezvous::Dir(PathBuf::from("/nonexistent/x"));
         let e = rv
             .exchange(4, 4, "127.0.0.1:1".parse().unwrap(), Duration::ZERO)
             .unwrap_err();
@@ -671,6 +831,151 @@ mod tests {
             e.to_string(),
             "rendezvous dir:/nonexistent/x: rank 4 of 4 is not a rank of the run"
         );
+    }
+
+    #[test]
+    fn a_directory_whose_parent_is_missing_is_refused_not_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("missing");
+        let text = format!("dir:{}", missing.join("x").display());
+        let e = text.parse::<Rendezvous>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--rendezvous {text}: the directory {} does not exist (the rendezvous directory \
+                 is made in an existing one); expected dir:PATH (a directory every rank can \
+                 read) or HOST:PORT (rank 0's address)",
+                missing.display()
+            )
+        );
+        assert!(!missing.exists());
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = format!("dir:{}", file.display())
+            .parse::<Rendezvous>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exists and is not a directory"), "{e}");
+        let e = format!("dir:{}", file.join("x").display())
+            .parse::<Rendezvous>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{} is not a directory", file.display())),
+            "{e}"
+        );
+        // One level below an existing directory: made by the ranks; an
+        // existing directory: used.
+        let rv: Rendezvous = format!("dir:{}", tmp.path().join("new").display())
+            .parse()
+            .unwrap();
+        for r in meet(&rv, 2, Duration::from_secs(10)) {
+            r.unwrap();
+        }
+        assert!(tmp.path().join("new/rank-1").exists());
+        let _: Rendezvous = format!("dir:{}", tmp.path().display()).parse().unwrap();
+        // Nor does the library make a path's missing parents itself.
+        let deep = Rendezvous::Dir(missing.join("x"));
+        let e = deep
+            .exchange(0, 2, "127.0.0.1:1".parse().unwrap(), Duration::ZERO)
+            .unwrap_err();
+        assert!(matches!(e, RendezvousError::Io { .. }), "{e}");
+        assert!(!missing.exists());
+    }
+
+    /// A rank file as `exchange_dir` writes it, by `host` and `pid`.
+    fn rank_file_of(dir: &Path, rank: usize, host: &str, pid: u32) {
+        std::fs::write(
+            rank_file(dir, rank),
+            format!("3 127.0.0.1:{} {host} {pid}\n", 6000 + rank),
+        )
+        .unwrap();
+    }
+
+    /// A pid no process has: one above the kernel's largest.
+    fn dead_pid() -> u32 {
+        let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(4 << 20);
+        max + 1
+    }
+
+    #[test]
+    fn failed_ranks_leave_and_the_last_one_out_removes_the_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        std::fs::create_dir(&dir).unwrap();
+        let rv = Rendezvous::Dir(dir.clone());
+        let me = Writer::this_process();
+        // Rank 0 is this process; rank 1 died; rank 2 is alive (this
+        // process again: ranks as threads); rank 3 is on another host; a
+        // file that is not a rank's stays too.
+        rank_file_of(&dir, 0, &me.host, me.pid);
+        rank_file_of(&dir, 1, &me.host, dead_pid());
+        rank_file_of(&dir, 2, &me.host, me.pid);
+        rank_file_of(&dir, 3, "elsewhere", dead_pid());
+        std::fs::write(
+            dir.join(format!(".rank-4.{}.tmp", dead_pid())),
+            format!("3 127.0.0.1:1 {} {}\n", me.host, dead_pid()),
+        )
+        .unwrap();
+        rv.leave(0);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["rank-2", "rank-3"]);
+        // Rank 2 leaves too; rank 3's host is not this one: kept, and the
+        // directory with it.
+        rv.leave(2);
+        assert!(dir.join("rank-3").exists());
+        // Once rank 3 is gone the last one out removes the directory.
+        std::fs::remove_file(dir.join("rank-3")).unwrap();
+        rank_file_of(&dir, 2, &me.host, me.pid);
+        rv.leave(2);
+        assert!(!dir.exists());
+        // Leaving a directory that is gone (rank 0 cleaned up) is nothing.
+        rv.leave(0);
+    }
+
+    #[test]
+    fn the_next_run_sweeps_what_killed_ranks_left_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = Writer::this_process();
+        let make = |name: &str, files: &[(usize, &str, u32)]| {
+            let d = tmp.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            for &(rank, host, pid) in files {
+                rank_file_of(&d, rank, host, pid);
+            }
+            d
+        };
+        let dead = dead_pid();
+        let killed = make(
+            "smtlab-rendezvous-openmpi-1-2",
+            &[(0, &me.host, dead), (1, &me.host, dead)],
+        );
+        let live = make(
+            "smtlab-rendezvous-openmpi-2-2",
+            &[(0, &me.host, dead), (1, &me.host, me.pid)],
+        );
+        let remote = make("smtlab-rendezvous-slurm-3-2", &[(0, "elsewhere", dead)]);
+        let fresh = make("smtlab-rendezvous-abc123", &[]);
+        let mine = make("smtlab-rendezvous-openmpi-4-2", &[(0, &me.host, dead)]);
+        let other = make("someone-elses", &[(0, &me.host, dead)]);
+        std::fs::write(tmp.path().join("smtlab-rendezvous-file"), "").unwrap();
+        sweep_stale(tmp.path(), Some(&mine));
+        assert!(!killed.exists());
+        for kept in [&live, &remote, &fresh, &mine, &other] {
+            assert!(kept.exists(), "{}", kept.display());
+        }
+        assert!(
+            live.join("rank-0").exists(),
+            "a live run's directory is kept whole"
+        );
+        assert!(tmp.path().join("smtlab-rendezvous-file").exists());
     }
 
     #[test]

@@ -21,6 +21,7 @@ fn args(app: &str, comm: Comm, ranks: usize, params: &[(&str, &str)]) -> RankArg
         bind: "127.0.0.1".parse().unwrap(),
         seed: 7,
         meet_timeout: Duration::from_secs(20),
+        stall_timeout: smtlab_dsm::DEFAULT_STALL_TIMEOUT,
     }
 }
 

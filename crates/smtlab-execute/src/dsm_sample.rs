@@ -56,10 +56,14 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             ResourceUsage::default(),
         )))
     };
+    // What the ranks of an earlier run left when that run was killed
+    // outright (its ranks die with it: PDEATHSIG), once per process.
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(|| smtlab_dsm::sweep_stale(&std::env::temp_dir(), None));
     // Fresh per sample, removed when it ends: no address of an earlier
     // sample can be taken for a rank of this one.
     let dir = match tempfile::Builder::new()
-        .prefix("smtlab-rendezvous-")
+        .prefix(smtlab_dsm::DIR_PREFIX)
         .tempdir()
     {
         Ok(d) => d,

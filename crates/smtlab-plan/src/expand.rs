@@ -135,8 +135,13 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
                         // A DSM point's N is its ranks, which its
                         // parameters must fit (per_node=2: whole nodes).
                         if let Program::Ranks { app, params, .. } = program {
-                            smtlab_dsm::check_params(app, params, n)
-                                .map_err(PlanError::DsmParams)?;
+                            smtlab_dsm::check_params(
+                                app,
+                                params,
+                                n,
+                                smtlab_dsm::RanksFrom::Threads,
+                            )
+                            .map_err(PlanError::DsmParams)?;
                         }
                         let placed = place(topo, &placement.policy, n)?;
                         points.push(Point {
@@ -174,11 +179,17 @@ fn with_ranks(spec: &RunSpec) -> Result<Vec<Program>, PlanError> {
     if !spec.comms.is_empty() && !spec.programs.iter().any(has_ranks) {
         return Err(PlanError::CommWithoutDsm);
     }
-    let comms: &[Comm] = if spec.comms.is_empty() {
-        &[Comm::Sigio]
-    } else {
-        &spec.comms
-    };
+    // Each mechanism once, in the order given: `--comm thr2,thr2` is one
+    // point, as `-n 2,2` is.
+    let mut comms: Vec<Comm> = Vec::with_capacity(spec.comms.len().max(1));
+    for &c in &spec.comms {
+        if !comms.contains(&c) {
+            comms.push(c);
+        }
+    }
+    if comms.is_empty() {
+        comms.push(Comm::Sigio);
+    }
     let mut out = Vec::new();
     for p in &spec.programs {
         match p {
@@ -614,6 +625,23 @@ mod tests {
             .map(|p| p.program.label())
             .collect();
         assert_eq!(labels, ["tsp thr2", "tsp poll", "spin"]);
+    }
+
+    #[test]
+    fn a_mechanism_given_twice_is_planned_once_in_the_order_given() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let s = dsm(
+            "sor",
+            &[],
+            vec![Comm::Thr2, Comm::Poll, Comm::Thr2, Comm::Poll, Comm::Sigio],
+            vec![2],
+        );
+        let labels: Vec<String> = expand(&topo, &s)
+            .unwrap()
+            .iter()
+            .map(|p| p.program.label())
+            .collect();
+        assert_eq!(labels, ["sor thr2", "sor poll", "sor sigio"]);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! * `signals.rs`: signal forwarding to a child, the Ctrl-C flag of a run,
 //!   workers that ignore Ctrl-C;
 //! * `signal_defaults.rs`: default signal actions again in a forked worker;
+//! * `termination.rs`: a thread that takes the stop signals (SIGTERM,
+//!   SIGINT, SIGHUP) and runs a process's last act;
 //! * `shared_memory.rs`: atomic words shared between processes;
 //! * `clock.rs`: the monotonic clock that windows are measured on;
 //! * `permissions.rs`: our user id and `noexec` mounts;
@@ -42,6 +44,7 @@ mod shared_memory;
 mod signal_defaults;
 mod signals;
 mod socket;
+mod termination;
 
 pub use affinity::{current_affinity, set_affinity, thread_affinity};
 pub use async_io::{
@@ -63,3 +66,4 @@ pub use signals::{
     SignalForwarding, FORWARDED_SIGNALS, WAKE_SIGNAL,
 };
 pub use socket::send_more;
+pub use termination::on_stop_signal;

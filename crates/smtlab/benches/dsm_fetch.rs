@@ -197,6 +197,7 @@ fn main() {
                 bind: "127.0.0.1".parse().unwrap(),
                 seed: 19,
                 meet_timeout: Duration::from_secs(30),
+                stall_timeout: smtlab_dsm::DEFAULT_STALL_TIMEOUT,
             };
             let r = run_local_threads(&args).unwrap_or_else(|e| panic!("{app} {comm}: {e}"));
             let sum = |f: fn(&smtlab_dsm::RankStats) -> u64| r.per_rank.iter().map(f).sum::<u64>();

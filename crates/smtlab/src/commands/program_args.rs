@@ -56,6 +56,20 @@ pub struct ProgramArgs {
     pub metric_better: Better,
 }
 
+/// The `--param`s as a map, each key given once: a second value would
+/// silently replace the first, and only the one kept would be checked.
+pub fn param_map(params: &[(String, String)]) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for (k, v) in params {
+        if let Some(first) = map.insert(k.clone(), v.clone()) {
+            return Err(usage(format!(
+                "--param {k} given twice ({k}={first}, {k}={v}): give each parameter once"
+            )));
+        }
+    }
+    Ok(map)
+}
+
 impl ProgramArgs {
     /// The programs to measure and the metric of a `--cmd`, checked
     /// together: workload parameters against each workload (names, types
@@ -76,7 +90,7 @@ impl ProgramArgs {
                 self.cmd.len()
             )));
         }
-        let params: BTreeMap<String, String> = self.params.iter().cloned().collect();
+        let params = param_map(&self.params)?;
         if let Some(c) = &self.client_cpus {
             if !self.workload.iter().any(|w| SERVERS.contains(&w.as_str())) {
                 return Err(usage(format!(

@@ -4,7 +4,10 @@
 //! ranks meet at a rendezvous (by default a directory named by the job);
 //! rank 0 records the run in its store as `run` records a one-point run
 //! (the sample made from the report by the same code) and prints it, the
-//! other ranks exit quietly.
+//! other ranks exit quietly. A rank left waiting for a silent one, or
+//! told to stop (the launcher aborting the job), leaves the rendezvous
+//! and exits with one line; a rendezvous directory that ranks killed
+//! outright left under the temp dir is removed by the next job.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -18,6 +21,7 @@ use smtlab_plan as plan;
 use smtlab_store::{RunStatus, Store};
 use smtlab_types::{Comm, Model, PolicySpec, Program, ResourceUsage, RunSpec, Spawn};
 
+use super::program_args::param_map;
 use super::run::create_run;
 use crate::exit::usage;
 use crate::flags;
@@ -65,9 +69,19 @@ pub struct RankArgs {
         value_parser = flags::seconds("--meet-timeout")
     )]
     pub meet_timeout: f64,
+    /// How long a rank waits for a reply of another (a page, a lock, a
+    /// barrier) before it gives up, naming the rank that went silent
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "120s",
+        value_parser = flags::seconds("--stall-timeout")
+    )]
+    pub stall_timeout: f64,
     /// Seed of the injected loss (the same for every rank; stored with the
     /// run)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
     pub seed: u64,
     /// SQLite store rank 0 records the run in ({host}: this host's name)
     #[arg(long, value_name = "PATH", default_value = "smtlab.db", value_parser = flags::db)]
@@ -79,6 +93,7 @@ pub struct RankArgs {
 
 pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     let started_at = smtlab_sys::unix_now_s();
+    smtlab_dsm::on_stall(super::rank_worker::give_up);
     let launcher = smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok())
         .map_err(|e| usage(format!("`smtlab rank`: {e}")))?
         .ok_or_else(|| {
@@ -89,6 +104,12 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
                  --comm thr2 -n 4`",
             )
         })?;
+    let params = param_map(&a.params)?;
+    // Every rank checks, so every rank refuses the same mistake at once
+    // instead of waiting at the rendezvous for a rank that gave up. The
+    // rank count is the launcher's, named by its variable.
+    let ranks_from = smtlab_dsm::RanksFrom::Var(launcher.size_var());
+    smtlab_dsm::check_params(&a.workload, &params, launcher.size, ranks_from).map_err(usage)?;
     let rendezvous = match a
         .rendezvous
         .clone()
@@ -113,10 +134,7 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
             )
         })?,
     };
-    let params: std::collections::BTreeMap<String, String> = a.params.iter().cloned().collect();
-    // Every rank checks, so every rank refuses the same mistake at once
-    // instead of waiting at the rendezvous for a rank that gave up.
-    smtlab_dsm::check_params(&a.workload, &params, launcher.size).map_err(usage)?;
+    leave_when_stopped(&rendezvous, launcher.rank)?;
     let spec = RunSpec {
         programs: vec![Program::Ranks {
             app: a.workload.clone(),
@@ -147,6 +165,9 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
         let topo = smtlab_topology::sysfs::read_live().map_err(|e| anyhow::anyhow!(e))?;
         let points = plan::expand(&topo, &spec).map_err(usage)?;
         Store::open(&a.db).map_err(usage)?;
+        // The host name the run's facts will record, refused now if it
+        // cannot be shown.
+        smtlab_store::host_name().map_err(usage)?;
         Some((topo, points))
     } else {
         None
@@ -161,15 +182,19 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
         bind,
         seed: spec.seed,
         meet_timeout: Duration::from_secs_f64(a.meet_timeout),
+        stall_timeout: Duration::from_secs_f64(a.stall_timeout),
     };
+    // What earlier jobs' ranks, killed before they could leave, left.
+    if let Rendezvous::Dir(own) = &rendezvous {
+        smtlab_dsm::sweep_stale(&std::env::temp_dir(), Some(own));
+    }
+    // The DSM removes the rendezvous as the run goes (rank 0 once every
+    // rank is past the first barrier; a rank that fails leaves it).
     let report = smtlab_dsm::run_rank(&args)?;
     let (Some((topo, points)), Some(report)) = (planned, report) else {
         // Not rank 0: rank 0 records and prints.
         return Ok(0);
     };
-    // Every rank has sent its statistics to rank 0: all have read the
-    // rendezvous long ago.
-    rendezvous.clean_up(launcher.size);
     // Recorded now, at the job's end: dated from its start.
     let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points, started_at)?;
     let (point_id, point) = &stored[0];
@@ -204,6 +229,25 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     };
     output::print(&text)?;
     Ok(crate::exit::of_results(run_id, &summaries))
+}
+
+/// A launcher aborting the job (mpirun when another rank failed, Ctrl-C)
+/// sends SIGTERM or SIGINT before SIGKILL: this rank leaves the
+/// rendezvous (so the last rank out removes it), says so in one line and
+/// exits as the signal would have ended it (128 + its number). Set up
+/// before any thread starts, so that every thread leaves the signals to
+/// the one that waits for them.
+fn leave_when_stopped(rendezvous: &Rendezvous, rank: usize) -> anyhow::Result<()> {
+    let rv = rendezvous.clone();
+    smtlab_sys::on_stop_signal(move |sig| {
+        rv.leave(rank);
+        crate::exit::stderr_line(&format!(
+            "smtlab: rank {rank}: stopped by {}",
+            smtlab_sys::signal_name(sig)
+        ));
+        std::process::exit(128 + sig)
+    })
+    .context("setting up the stop signals")
 }
 
 /// The few lines a person reads after a launcher's run.

@@ -1,17 +1,23 @@
 //! `smtlab __rank` (hidden): one rank of a DSM point that smtlab started
 //! itself (`smtlab_execute::dsm_sample`), everything on the command line.
 //! Rank 0 prints the gathered report as one JSON line; an error is one
-//! line on stderr and exit 1. Not for people: `smtlab rank` is the
-//! launcher's entry.
+//! line on stderr and exit 1, and so is a rank left waiting for a silent
+//! one ([`give_up`]). Not for people: `smtlab rank` is the launcher's
+//! entry.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::Args;
-use smtlab_dsm::{RankArgs, Rendezvous};
+use smtlab_dsm::{RankArgs, Rendezvous, Stalled};
 use smtlab_types::Comm;
 
 use crate::flags;
+
+/// Set to a rank's number, that rank panics as it starts: the one way to
+/// crash a rank on purpose, for the tests of what a crashed rank's sample
+/// says (nothing a user gives reaches a panic).
+const TEST_PANIC: &str = "SMTLAB_RANK_TEST_PANIC";
 
 #[derive(Args, Debug)]
 pub struct RankWorkerArgs {
@@ -31,6 +37,8 @@ pub struct RankWorkerArgs {
     pub seed: u64,
     #[arg(long, default_value = "60s", value_parser = flags::seconds("--meet-timeout"))]
     pub meet_timeout: f64,
+    #[arg(long, default_value = "120s", value_parser = flags::seconds("--stall-timeout"))]
+    pub stall_timeout: f64,
     #[arg(long = "param", value_parser = flags::param)]
     pub params: Vec<(String, String)>,
 }
@@ -39,6 +47,10 @@ pub fn run(a: RankWorkerArgs) -> anyhow::Result<i32> {
     // Ctrl-C reaches the whole foreground group; the parent smtlab decides
     // what happens to the sample and kills the ranks itself.
     let _ = smtlab_sys::ignore_sigint();
+    smtlab_dsm::on_stall(give_up);
+    if std::env::var(TEST_PANIC).is_ok_and(|r| r == a.rank.to_string()) {
+        panic!("rank {} panics as {TEST_PANIC} asks", a.rank);
+    }
     let args = RankArgs {
         app: a.app,
         comm: a.comm,
@@ -49,12 +61,20 @@ pub fn run(a: RankWorkerArgs) -> anyhow::Result<i32> {
         bind: a.bind,
         seed: a.seed,
         meet_timeout: Duration::from_secs_f64(a.meet_timeout),
+        stall_timeout: Duration::from_secs_f64(a.stall_timeout),
     };
     if let Some(report) = smtlab_dsm::run_rank(&args)? {
-        // Every rank has sent its statistics to rank 0: all have read the
-        // rendezvous long ago.
-        args.rendezvous.clean_up(args.ranks);
         crate::output::print(&(serde_json::to_string(&report)? + "\n"))?;
     }
     Ok(0)
+}
+
+/// A rank that waited too long for another: one line naming the silent
+/// rank and what this one waited for, exit 1 (the DSM has left the
+/// rendezvous already). Never a panic: the wait may be in the fault
+/// handler, which a panic cannot unwind out of, and a backtrace says
+/// nothing a user can act on.
+pub(crate) fn give_up(stalled: &Stalled) -> ! {
+    crate::exit::stderr_line(&format!("smtlab: {stalled}"));
+    std::process::exit(1)
 }
