@@ -8,8 +8,17 @@
 //! hostile clients (one byte a second, half-closed, reset) while others are
 //! served; a clean stop on SIGTERM and SIGINT (the `stats:` line, no worker
 //! left, the generated root removed); bad input as one line and exit 2.
+//! The hostile-request corpus (smtlab-servers' `tests/support/web_corpus.rs`)
+//! against every model; a FIFO in the root never holding a worker, and a
+//! stop within a second with requests in flight; a page with a stylesheet,
+//! a script and an image rendered by headless Chromium.
 
 mod support;
+
+#[path = "../../smtlab-report/tests/support/chromium.rs"]
+mod chromium;
+#[path = "../../smtlab-servers/tests/support/web_corpus.rs"]
+mod web_corpus;
 
 use support::assert_success;
 
@@ -842,5 +851,207 @@ fn wrk_drives_every_model_without_errors() {
                 .unwrap_or_else(|| panic!("{model}: {text}"));
             assert!(rate > 50.0, "{model} {extra:?}: {rate} requests/s");
         }
+    }
+}
+
+/// Open `fifo` for writing if a reader waits, so that a worker stuck in
+/// `open` returns (a failing test must still be able to stop its server).
+fn unblock(fifo: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(fifo);
+}
+
+#[test]
+fn the_hostile_request_corpus_gets_its_statuses_from_every_model() {
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, _socket) = web_corpus::make_root(dir.path());
+        let s = Serve::start(model, 2, &["--root", root.to_str().unwrap()]);
+        let result = web_corpus::run_all(s.addr, model);
+        unblock(&root.join("fifo"));
+        result.unwrap_or_else(|failed| panic!("\n{failed}"));
+        let (status, _) = s.stop(Signal::SIGTERM);
+        assert_eq!(status.code(), Some(0), "{model}");
+    }
+}
+
+#[test]
+fn a_fifo_in_the_root_never_holds_the_one_worker_and_sigterm_stops_within_a_second() {
+    for model in MODELS {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, _socket) = web_corpus::make_root(dir.path());
+        std::fs::File::create(root.join("big"))
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        // A long request timeout: nothing below ends by timing out.
+        let s = Serve::start(
+            model,
+            1,
+            &["--root", root.to_str().unwrap(), "--request-timeout", "30s"],
+        );
+        let t = Instant::now();
+        let mut fifo = TcpStream::connect(s.addr).unwrap();
+        fifo.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        fifo.write_all(b"GET /fifo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        let read = fifo.read_to_end(&mut answer);
+        unblock(&root.join("fifo"));
+        read.unwrap_or_else(|e| panic!("{model}: no answer for the FIFO: {e}"));
+        assert!(
+            answer.starts_with(b"HTTP/1.1 404 "),
+            "{model}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{model}: {:?}",
+            t.elapsed()
+        );
+        // The one worker is free for the next client.
+        let (r, _) = once(s.addr, &get("/a.txt"));
+        assert_eq!(r.body, web_corpus::A_TXT, "{model}");
+        // In flight at the stop: a body to a client that reads none of it
+        // (it holds a blocking model's one worker in a write) and a request
+        // half sent.
+        let mut stalled = TcpStream::connect(s.addr).unwrap();
+        stalled
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut half = TcpStream::connect(s.addr).unwrap();
+        half.write_all(b"GET /a.txt HT").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        let (status, lines) = s.stop(Signal::SIGTERM);
+        let took = t.elapsed();
+        assert_eq!(status.code(), Some(0), "{model}");
+        assert!(
+            took < Duration::from_secs(1),
+            "{model}: stopped in {took:?}"
+        );
+        let stats = stats_of(&lines);
+        assert!(
+            stats["counters"]["by_class"][2].as_u64().unwrap() >= 1,
+            "{model}: the 404 is counted: {stats}"
+        );
+        drop((stalled, half));
+    }
+}
+
+/// The test page: HTML with a stylesheet, a module script and a PNG.
+/// The script runs at `load`: it retitles the page and writes into the DOM
+/// what the browser made of the stylesheet (the body's computed
+/// background) and the image (its decoded size).
+fn write_page(root: &Path) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(
+        root.join("index.html"),
+        r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>before</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="style.css">
+<script type="module" src="app.js"></script>
+</head><body><h1>smtlab</h1><img id="img" src="pixel.png" width="64" height="64"></body></html>
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("style.css"),
+        "body { background: rgb(18, 52, 86); margin: 0; }\nh1 { color: rgb(250, 250, 250); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app.js"),
+        "window.addEventListener('load', () => {\n\
+         \x20 const img = document.getElementById('img');\n\
+         \x20 document.title = 'script ran';\n\
+         \x20 document.body.dataset.bg = getComputedStyle(document.body).backgroundColor;\n\
+         \x20 document.body.dataset.img = img.naturalWidth > 0\n\
+         \x20   ? `${img.naturalWidth}x${img.naturalHeight}` : 'broken';\n\
+         });\n",
+    )
+    .unwrap();
+    let mut png = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png, 64, 64);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header().unwrap();
+        w.write_image_data(&[200, 30, 40].repeat(64 * 64)).unwrap();
+    }
+    std::fs::write(root.join("pixel.png"), png).unwrap();
+}
+
+/// Pixels of an RGB(A) PNG within 4 of `rgb` in every channel.
+fn pixels_like(png_bytes: &[u8], rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(png_bytes);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = match info.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        other => panic!("a screenshot in {other:?}"),
+    };
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    buf[..info.buffer_size()]
+        .chunks_exact(step)
+        .filter(|p| (0..3).all(|c| p[c].abs_diff(rgb[c]) <= 4))
+        .count()
+}
+
+#[test]
+fn a_page_with_a_stylesheet_a_script_and_an_image_renders_in_chromium_from_every_model() {
+    let Some(browser) = chromium::chromium() else {
+        support::skip("chromium not installed (apt-get install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("site");
+    write_page(&root);
+    for model in MODELS {
+        // Chromium opens several connections and keeps them: enough
+        // workers that none waits for another's to idle out.
+        let s = Serve::start(
+            model,
+            6,
+            &["--root", root.to_str().unwrap(), "--request-timeout", "2s"],
+        );
+        let url = format!("http://{}/index.html", s.addr);
+        let scratch = tempfile::tempdir().unwrap();
+        let page = chromium::render_url(&browser, &url, scratch.path());
+        assert!(
+            page.console.is_empty(),
+            "{model}: console messages:\n{}",
+            page.console.join("\n")
+        );
+        for want in [
+            "<title>script ran</title>",
+            r#"data-bg="rgb(18, 52, 86)""#,
+            r#"data-img="64x64""#,
+        ] {
+            assert!(
+                page.dom.contains(want),
+                "{model}: no {want} in\n{}",
+                page.dom
+            );
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let shot = chromium::screenshot(&browser, &url, scratch.path(), 400, 300);
+        // Most of the window is the stylesheet's background; the image is
+        // drawn whole, 64 x 64.
+        let background = pixels_like(&shot, [18, 52, 86]);
+        let image = pixels_like(&shot, [200, 30, 40]);
+        assert!(
+            background > 400 * 300 / 2,
+            "{model}: {background} background pixels"
+        );
+        assert!(image >= 64 * 64 * 9 / 10, "{model}: {image} image pixels");
+        let (status, _) = s.stop(Signal::SIGTERM);
+        assert_eq!(status.code(), Some(0), "{model}");
     }
 }

@@ -30,7 +30,46 @@ pub struct Rendered {
 /// Loads `html` in headless Chromium (`scratch`: an empty directory for
 /// its profile and output) and returns the DOM it built.
 pub fn render(browser: &Path, html: &Path, scratch: &Path) -> Rendered {
+    render_url(browser, &format!("file://{}", html.display()), scratch)
+}
+
+/// [`render`] of any URL (a page a server serves, say).
+pub fn render_url(browser: &Path, url: &str, scratch: &Path) -> Rendered {
     let (out, err) = (scratch.join("dom.html"), scratch.join("stderr.txt"));
+    let mut cmd = headless(browser, scratch);
+    cmd.arg("--dump-dom").arg(url);
+    let ok = run_with_limit(cmd, &out, &err, Duration::from_secs(60));
+    let dom = std::fs::read_to_string(&out).unwrap();
+    let log = std::fs::read_to_string(&err).unwrap();
+    assert!(ok, "chromium failed on {url}:\n{log}");
+    let console = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    Rendered { dom, console, log }
+}
+
+/// A screenshot of `url` in a `width` x `height` window, as PNG bytes.
+pub fn screenshot(browser: &Path, url: &str, scratch: &Path, width: u32, height: u32) -> Vec<u8> {
+    let (png, out, err) = (
+        scratch.join("shot.png"),
+        scratch.join("shot-stdout.txt"),
+        scratch.join("shot-stderr.txt"),
+    );
+    let mut cmd = headless(browser, scratch);
+    cmd.arg(format!("--screenshot={}", png.display()))
+        .arg(format!("--window-size={width},{height}"))
+        .args(["--hide-scrollbars", "--force-device-scale-factor=1"])
+        .arg(url);
+    let ok = run_with_limit(cmd, &out, &err, Duration::from_secs(60));
+    let log = std::fs::read_to_string(&err).unwrap();
+    assert!(ok, "chromium failed on {url}:\n{log}");
+    std::fs::read(&png).unwrap_or_else(|e| panic!("no screenshot of {url}: {e}\n{log}"))
+}
+
+/// Headless Chromium with its profile in `scratch`, quiet on the network.
+fn headless(browser: &Path, scratch: &Path) -> Command {
     let mut cmd = Command::new(browser);
     cmd.args([
         "--headless=new",
@@ -49,19 +88,8 @@ pub fn render(browser: &Path, html: &Path, scratch: &Path) -> Rendered {
     .arg(format!(
         "--user-data-dir={}",
         scratch.join("profile").display()
-    ))
-    .arg("--dump-dom")
-    .arg(format!("file://{}", html.display()));
-    let ok = run_with_limit(cmd, &out, &err, Duration::from_secs(60));
-    let dom = std::fs::read_to_string(&out).unwrap();
-    let log = std::fs::read_to_string(&err).unwrap();
-    assert!(ok, "chromium failed on {}:\n{log}", html.display());
-    let console = log
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(String::from)
-        .collect();
-    Rendered { dom, console, log }
+    ));
+    cmd
 }
 
 impl Rendered {
