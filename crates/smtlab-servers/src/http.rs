@@ -1,7 +1,9 @@
 //! HTTP/1.x for the static server, shared by its four architectures:
 //! parsing a request from bytes received so far ([`parse_request`], with
-//! `httparse`), finding the file under the document root without ever
-//! leaving it ([`Site::open`]), and the response head ([`Response`]).
+//! `httparse`, framing as strictly as RFC 9112 asks), finding the regular
+//! file under the document root without ever leaving it ([`Site::open`]),
+//! and the response head ([`Response`], its type from the file's
+//! extension: [`content_type`]).
 //!
 //! Nothing here does I/O on sockets: each architecture reads and writes in
 //! its own way (blocking, epoll, stages) and calls these pure steps, so all
