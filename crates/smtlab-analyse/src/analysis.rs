@@ -374,7 +374,16 @@ pub fn analyze(points: &[PointData], topo: &Topology, seed: u64) -> Analysis {
         ));
     }
     let smt_yields = smt::smt_yields(points, topo, seed);
-    if !points.is_empty() && !topo.smt_active() {
+    // A kernel that switched SMT off leaves one PU per core too, but the
+    // machine has siblings: "has no SMT" would contradict the study's own
+    // limit and the recommendation, which say it is switched off.
+    if !points.is_empty() && topo.smt_switched_off() {
+        notes.push(
+            "SMT is switched off on this machine (one PU per core online): no SMT yield can be \
+             measured here."
+                .to_string(),
+        );
+    } else if !points.is_empty() && !topo.smt_active() {
         notes.push(
             "This machine has no SMT (one PU per core): no SMT yield can be measured here."
                 .to_string(),
@@ -430,6 +439,29 @@ mod tests {
             &[],
         ));
         pts
+    }
+
+    #[test]
+    fn smt_switched_off_is_not_said_to_be_a_machine_without_smt() {
+        let pts = vec![data(
+            point(0, "jbb", Model::Thread, "compact", 1, ops()),
+            &noisy(1000.0, 0.002, 5, 0),
+        )];
+        let mut topo = synthetic::parse("core:2 pu:1").unwrap();
+        let none = analyze(&pts, &topo, 1).notes;
+        assert!(
+            none.iter()
+                .any(|n| n.starts_with("This machine has no SMT")),
+            "{none:?}"
+        );
+        topo.smt_control = Some("off".into());
+        let off = analyze(&pts, &topo, 1).notes;
+        assert!(
+            off.iter()
+                .any(|n| n.starts_with("SMT is switched off on this machine")),
+            "{off:?}"
+        );
+        assert!(!off.iter().any(|n| n.contains("has no SMT")), "{off:?}");
     }
 
     #[test]

@@ -897,6 +897,12 @@ fn shape_d_smt_off_at_run_time_and_a_cpu_offline() {
             "{r}"
         );
     }
+    // Nothing in it says the machine has no SMT: it has, switched off.
+    let notes = strings(&study_smt["notes"]);
+    assert!(
+        !notes.iter().any(|n| n.contains("has no SMT")),
+        "{notes:#?}"
+    );
 }
 
 /// Shape e: shape b inside a cgroup v2 cpuset of CPUs 0-2 and 5. The
