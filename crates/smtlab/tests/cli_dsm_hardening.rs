@@ -250,12 +250,13 @@ fn a_rank_left_waiting_names_the_silent_rank_and_exits_1() {
             cmd.env("RUST_BACKTRACE", "1");
             Reaped::start(cmd)
         };
+        // Rank 0 first, waiting at the rendezvous for rank 1; once rank 1
+        // has come, rank 0 removes the rendezvous past the first barrier.
         let rank0 = start(0);
-        let rank1 = start(1);
-        // Both met; past the first barrier rank 0 removes the rendezvous.
-        wait_for("the rendezvous", Duration::from_secs(20), || {
-            rv.join("rank-1").exists()
+        wait_for("rank 0's address", Duration::from_secs(20), || {
+            rv.join("rank-0").exists()
         });
+        let rank1 = start(1);
         wait_for("the first barrier", Duration::from_secs(20), || {
             !rv.exists()
         });
