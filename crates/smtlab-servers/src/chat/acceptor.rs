@@ -5,10 +5,12 @@
 //! stays on them.
 //!
 //! Stopping: a flag, `shutdown` of the listening socket (Linux wakes a
-//! thread blocked in `accept` with `EINVAL`) and of every open connection
-//! (their blocked reads return), then every thread is joined. A thread
-//! that cannot be made (the process or user thread limit) is counted as an
-//! I/O error and its connection closed with `ERROR`, never a panic.
+//! thread blocked in `accept` with `EINVAL`) and of the reading side of
+//! every open connection (their blocked reads return, and each connection
+//! closes itself, its `ERROR` line written if its socket takes it at
+//! once), then every thread is joined. A thread that cannot be made (the
+//! process or user thread limit) is counted as an I/O error and its
+//! connection closed with `ERROR`, never a panic.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -225,7 +227,9 @@ impl Running for Acceptor {
             .values()
         {
             // The descriptor is open: its entry is still here (see `open`).
-            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+            // Reading only: the connection's thread still writes its ERROR
+            // line, then shuts the rest.
+            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Read);
         }
         // Connection threads may still be starting writer threads: join
         // until no handle is left.

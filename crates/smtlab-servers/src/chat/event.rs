@@ -15,22 +15,43 @@
 //! after each connection's input, and writes them before it sleeps again,
 //! so the lines of one turn leave in one `write` per connection.
 //!
+//! Back-pressure (see `hub.rs`): each connection's [`Backlog`] counts, in
+//! atomics every loop can read, the bytes handed to it and not yet written
+//! (in transit included). A line that takes a connection past its
+//! high-water mark pauses its sender: the loop keeps the sender's input
+//! not yet handled (at most one read) and stops reading it; after each
+//! turn's writes it looks at its paused connections and reads again those
+//! whose recipients have room. A loop that drains a connection some other
+//! loop waits for wakes the loops once. A paused sender's recipients that
+//! took no byte for [`STALL`] are marked not reading, and it goes on. The
+//! cost per delivered line: an atomic add and two loads; per write an
+//! atomic add and subtract; no system call, and nothing at all while no
+//! queue is full.
+//!
+//! Closing: the session ends at once (the others are told), and the
+//! connection stays only to write what it has — after `SendQ exceeded`
+//! only the end of a line already started — and its `ERROR` line, for at
+//! most [`CLOSE_GRACE`]; it reads nothing more.
+//!
 //! Memory: an idle connection holds its session, its slab entry and no
-//! buffer (input is read into the loop's scratch buffer; a partial line and
-//! output are kept only while they exist).
+//! buffer (input is read into the loop's scratch buffer; a partial line,
+//! input held while paused and output are kept only while they exist).
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use super::hub::{Hub, Line, Outbox};
+use super::hub::{
+    error_line, finish_line, high_water, low_water, Client, Hub, Line, Outbox, CLOSE_GRACE, STALL,
+};
 use super::irc::Lines;
 use super::session::{Flow, Session};
 use super::{ChatConfig, Running, SENDQ_EXCEEDED};
@@ -41,15 +62,14 @@ const WAKER: Token = Token(usize::MAX - 2);
 const SCRATCH: usize = 64 << 10;
 /// Connections accepted in one turn before the loop serves the others.
 const ACCEPT_BATCH: usize = 64;
+/// Why a connection closed when its client said QUIT.
+const QUIT: &str = "Quit";
+const WRITE_ERROR: &str = "Write error";
+const STOPPING: &str = "Server stopping";
 
-/// What goes to a connection of a loop.
-enum Delivery {
-    Line(Line),
-    Close(String),
-}
-
-/// (connection key, its generation, what).
-type Item = (usize, u64, Delivery);
+/// What goes to a connection of a loop: a line, and whether it is a reply
+/// to the connection's own command (never bounded).
+type Item = (usize, u64, Line, bool);
 
 /// What other threads see of a loop.
 struct Shared {
@@ -67,50 +87,107 @@ thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
+/// One connection's output as every loop sees it.
+#[derive(Default)]
+struct Backlog {
+    /// Bytes handed to it (in transit or buffered) and not yet written.
+    queued: AtomicUsize,
+    written: AtomicU64,
+    not_reading: AtomicBool,
+    closed: AtomicBool,
+    /// A loop found it without room: wake the loops once it has.
+    wanted: AtomicBool,
+}
+
 /// A connection's [`Outbox`]: where it lives.
 struct EventOutbox {
     loop_id: usize,
     key: usize,
     generation: u64,
     shared: Arc<Shared>,
+    backlog: Backlog,
+    high: usize,
+    low: usize,
 }
 
 impl EventOutbox {
-    fn deliver(&self, what: Delivery) {
-        let what = LOCAL.with(|l| match l.borrow_mut().as_mut() {
+    fn deliver(&self, line: &Line, reply: bool) -> bool {
+        let b = &self.backlog;
+        if b.closed.load(Relaxed) {
+            return false;
+        }
+        let queued = b.queued.fetch_add(line.len(), SeqCst) + line.len();
+        let item = (self.key, self.generation, line.clone(), reply);
+        let item = LOCAL.with(|l| match l.borrow_mut().as_mut() {
             Some(local) if local.loop_id == self.loop_id => {
-                local.items.push((self.key, self.generation, what));
+                local.items.push(item);
                 None
             }
-            _ => Some(what),
+            _ => Some(item),
         });
-        if let Some(what) = what {
+        if let Some(item) = item {
             let mut inbox = self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner());
             let was_empty = inbox.is_empty();
-            inbox.push((self.key, self.generation, what));
+            inbox.push(item);
             drop(inbox);
             // One wake per batch: the loop takes the whole inbox at once.
             if was_empty {
                 let _ = self.shared.waker.wake();
             }
         }
+        queued > self.high && !b.not_reading.load(Relaxed)
+    }
+
+    /// Its own bytes are down to the low-water mark (replies wait for
+    /// nothing else: being marked not reading does not count).
+    fn drained(&self) -> bool {
+        self.backlog.closed.load(Relaxed) || self.backlog.queued.load(SeqCst) <= self.low
     }
 }
 
 impl Outbox for EventOutbox {
-    fn push(&self, line: &Line) {
-        self.deliver(Delivery::Line(line.clone()));
+    fn push(&self, line: &Line) -> bool {
+        self.deliver(line, false)
     }
 
-    fn close(&self, reason: &str) {
-        self.deliver(Delivery::Close(reason.to_string()));
+    fn reply(&self, line: &Line) -> bool {
+        self.deliver(line, true)
+    }
+
+    /// Asked by a loop with a paused sender: a no also asks the owner's
+    /// loop to wake the loops once there is room (the flag is set before
+    /// the second look, and the owner clears it after it drained: one of
+    /// the two sees the other).
+    fn has_room(&self) -> bool {
+        let b = &self.backlog;
+        let room = || {
+            b.closed.load(SeqCst) || b.not_reading.load(SeqCst) || b.queued.load(SeqCst) <= self.low
+        };
+        if room() {
+            return true;
+        }
+        b.wanted.store(true, SeqCst);
+        room()
+    }
+
+    fn written(&self) -> u64 {
+        self.backlog.written.load(Relaxed)
+    }
+
+    fn mark_not_reading(&self) {
+        self.backlog.not_reading.store(true, SeqCst);
+    }
+
+    /// Loops never block: this only looks.
+    fn wait_room(&self, _slice: Duration) -> bool {
+        self.has_room()
     }
 }
 
 /// A running `event` server.
 pub(super) struct Loops {
     stop: Arc<AtomicBool>,
-    shared: Vec<Arc<Shared>>,
+    shared: Arc<Vec<Arc<Shared>>>,
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -121,17 +198,24 @@ pub(super) fn start(
 ) -> io::Result<Loops> {
     listener.set_nonblocking(true)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let mut loops = Loops {
-        stop: stop.clone(),
-        shared: Vec::new(),
-        handles: Vec::new(),
-    };
-    for k in 0..config.workers {
+    let mut polls = Vec::new();
+    let mut shared = Vec::new();
+    for _ in 0..config.workers {
         let poll = Poll::new()?;
-        let shared = Arc::new(Shared {
+        shared.push(Arc::new(Shared {
             inbox: Mutex::new(Vec::new()),
             waker: Waker::new(poll.registry(), WAKER)?,
-        });
+        }));
+        polls.push(poll);
+    }
+    // Every loop can wake every other one.
+    let shared = Arc::new(shared);
+    let mut loops = Loops {
+        stop: stop.clone(),
+        shared: shared.clone(),
+        handles: Vec::new(),
+    };
+    for (k, poll) in polls.into_iter().enumerate() {
         let mut own = mio::net::TcpListener::from_std(listener.try_clone()?);
         poll.registry()
             .register(&mut own, LISTENER, Interest::READABLE)?;
@@ -142,13 +226,16 @@ pub(super) fn start(
             poll,
             listener: own,
             conns: Slab::new(),
-            shared: shared.clone(),
+            shared: shared[k].clone(),
+            all: shared.clone(),
             hub: hub.clone(),
             stop: stop.clone(),
             bound: config.send_queue,
             max: config.max_connections,
             next_generation: 0,
             dirty: Vec::new(),
+            paused: Vec::new(),
+            closing: Vec::new(),
         };
         let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -164,7 +251,6 @@ pub(super) fn start(
                     lp.run();
                 }
             })?;
-        loops.shared.push(shared);
         loops.handles.push(handle);
         match ready_rx.recv() {
             Ok(Ok(())) => {}
@@ -178,7 +264,7 @@ pub(super) fn start(
 impl Running for Loops {
     fn stop(&mut self) -> io::Result<()> {
         self.stop.store(true, Ordering::SeqCst);
-        for s in &self.shared {
+        for s in self.shared.iter() {
             let _ = s.waker.wake();
         }
         for h in self.handles.drain(..) {
@@ -198,18 +284,58 @@ impl Drop for Loops {
     }
 }
 
+/// A sender waiting for room.
+struct Pause {
+    /// The connections it waits for, each with its bytes written when
+    /// last looked at.
+    on: Vec<(Arc<Client>, u64)>,
+    /// When to look at their progress again.
+    check_at: Instant,
+}
+
 struct Conn {
     stream: mio::net::TcpStream,
     generation: u64,
     session: Session,
     lines: Lines,
+    outbox: Arc<EventOutbox>,
     out: Vec<u8>,
     /// Bytes of `out` already written.
     sent: usize,
+    /// The last byte written did not end a line.
+    mid_line: bool,
     /// Registered for writability too (output is blocked).
     writable: bool,
-    /// Close once `out` is written (after QUIT), with this reason.
-    closing: Option<String>,
+    /// Read and not yet handled, kept while paused.
+    input: Vec<u8>,
+    paused: Option<Pause>,
+    /// Closed: the session ended, what is left is written until then.
+    closing: Option<Instant>,
+}
+
+/// What handling some input ended with.
+enum Handled {
+    /// All of it.
+    Done,
+    /// Paused after `usize` bytes, waiting for these connections.
+    Wait(usize, Vec<Arc<Client>>),
+    Quit,
+}
+
+impl Conn {
+    fn handle(&mut self, hub: &Hub, data: &[u8]) -> Handled {
+        let (session, lines) = (&mut self.session, &mut self.lines);
+        let mut flow = Flow::Continue;
+        let used = lines.feed(data, |input| {
+            flow = session.input(hub, input);
+            flow == Flow::Continue
+        });
+        match flow {
+            Flow::Continue => Handled::Done,
+            Flow::Wait => Handled::Wait(used, session.take_full()),
+            Flow::Quit => Handled::Quit,
+        }
+    }
 }
 
 struct Loop {
@@ -218,6 +344,7 @@ struct Loop {
     listener: mio::net::TcpListener,
     conns: Slab<Conn>,
     shared: Arc<Shared>,
+    all: Arc<Vec<Arc<Shared>>>,
     hub: Arc<Hub>,
     stop: Arc<AtomicBool>,
     bound: usize,
@@ -225,6 +352,10 @@ struct Loop {
     next_generation: u64,
     /// Connections with output to write before sleeping.
     dirty: Vec<usize>,
+    /// Paused connections (key, generation).
+    paused: Vec<(usize, u64)>,
+    /// Closing connections (key, generation).
+    closing: Vec<(usize, u64)>,
 }
 
 impl Loop {
@@ -238,8 +369,13 @@ impl Loop {
         let mut events = Events::with_capacity(1024);
         let mut scratch = vec![0u8; SCRATCH];
         let mut accept_again = false;
+        let mut resume_again = false;
         while !self.stop.load(Ordering::SeqCst) {
-            let timeout = accept_again.then_some(std::time::Duration::ZERO);
+            let timeout = if accept_again || resume_again {
+                Some(Duration::ZERO)
+            } else {
+                self.next_timer()
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -257,7 +393,9 @@ impl Loop {
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
                             self.read(key, &mut scratch);
                         }
-                        if event.is_writable() {
+                        // An error also ends a paused or closing connection
+                        // that has output: its write fails.
+                        if event.is_writable() || event.is_error() {
                             self.dirty.push(key);
                         }
                     }
@@ -265,13 +403,36 @@ impl Loop {
             }
             self.take_inbox();
             self.flush_dirty();
+            resume_again = self.resume(&mut scratch);
+            self.flush_dirty();
+            self.expire();
         }
-        // Stopping: every connection closed, quietly.
+        // Stopping: every connection told why, in one write, and closed.
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         for key in keys {
-            self.close(key, "Server stopping");
+            self.close(key, STOPPING);
+        }
+        self.take_local();
+        self.flush_dirty();
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for key in keys {
+            self.remove(key);
         }
         LOCAL.with(|l| *l.borrow_mut() = None);
+    }
+
+    /// Until the next pause to look at or closing connection to end.
+    fn next_timer(&self) -> Option<Duration> {
+        let paused = self.paused.iter().filter_map(|&(k, g)| {
+            let c = self.conns.get(k).filter(|c| c.generation == g)?;
+            c.paused.as_ref().map(|p| p.check_at)
+        });
+        let closing = self.closing.iter().filter_map(|&(k, g)| {
+            let c = self.conns.get(k).filter(|c| c.generation == g)?;
+            c.closing
+        });
+        let next = paused.chain(closing).min()?;
+        Some(next.saturating_duration_since(Instant::now()))
     }
 
     /// Accepts up to a batch; true if more may be waiting.
@@ -297,13 +458,7 @@ impl Loop {
         counters.accepted.fetch_add(1, Relaxed);
         if counters.open.load(Relaxed) as usize >= self.max {
             counters.overloads.fetch_add(1, Relaxed);
-            let _ = stream.write(
-                format!(
-                    "ERROR :Closing Link: {} (Server full)\r\n",
-                    self.hub.server_name
-                )
-                .as_bytes(),
-            );
+            let _ = stream.write(&error_line(&self.hub.server_name, "Server full"));
             return;
         }
         let _ = stream.set_nodelay(true);
@@ -324,66 +479,147 @@ impl Loop {
             key,
             generation: self.next_generation,
             shared: self.shared.clone(),
+            backlog: Backlog::default(),
+            high: high_water(self.bound),
+            low: low_water(self.bound),
         });
-        let client = self.hub.new_client(addr.ip().to_string(), outbox);
+        let client = self.hub.new_client(addr.ip().to_string(), outbox.clone());
         entry.insert(Conn {
             stream,
             generation: self.next_generation,
             session: Session::new(client),
             lines: Lines::default(),
+            outbox,
             out: Vec::new(),
             sent: 0,
+            mid_line: false,
             writable: false,
+            input: Vec::new(),
+            paused: None,
             closing: None,
         });
         counters.open.fetch_add(1, Relaxed);
     }
 
-    /// Reads until the socket has nothing more (mio is edge-triggered),
-    /// handing each line to the session.
+    /// Handles what is held, then reads until the socket has nothing more
+    /// (mio is edge-triggered), handing each line to the session, unless
+    /// the connection pauses.
     fn read(&mut self, key: usize, scratch: &mut [u8]) {
         let hub = self.hub.clone();
-        let mut end: Option<String> = None;
+        let mut end: Option<&str> = None;
+        let mut wait = None;
         {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
             };
-            if conn.closing.is_some() {
+            if conn.closing.is_some() || conn.paused.is_some() {
                 return;
             }
-            loop {
+            let held = std::mem::take(&mut conn.input);
+            match conn.handle(&hub, &held) {
+                Handled::Done => {}
+                Handled::Wait(used, full) => {
+                    conn.input = held[used..].to_vec();
+                    wait = Some(full);
+                }
+                Handled::Quit => end = Some(QUIT),
+            }
+            while end.is_none() && wait.is_none() {
                 match conn.stream.read(scratch) {
-                    Ok(0) => {
-                        end = Some("Connection closed".into());
-                        break;
-                    }
-                    Ok(n) => {
-                        let (session, lines) = (&mut conn.session, &mut conn.lines);
-                        let mut quit = false;
-                        lines.feed(&scratch[..n], |input| {
-                            quit = session.input(&hub, input) == Flow::Quit;
-                            !quit
-                        });
-                        if quit {
-                            conn.closing = Some("Quit".into());
-                            break;
+                    Ok(0) => end = Some("Connection closed"),
+                    Ok(n) => match conn.handle(&hub, &scratch[..n]) {
+                        Handled::Done => {}
+                        Handled::Wait(used, full) => {
+                            conn.input = scratch[used..n].to_vec();
+                            wait = Some(full);
                         }
-                    }
+                        Handled::Quit => end = Some(QUIT),
+                    },
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        end = Some("Read error".into());
-                        break;
-                    }
+                    Err(_) => end = Some("Read error"),
                 }
             }
         }
+        // Its own replies (QUIT's ERROR line among them) first.
         self.take_local();
         if let Some(why) = end {
-            self.close(key, &why);
-        } else if self.conns.get(key).is_some_and(|c| c.closing.is_some()) {
-            self.dirty.push(key);
+            self.close(key, why);
+        } else if let Some(full) = wait {
+            self.pause(key, full);
         }
+    }
+
+    fn pause(&mut self, key: usize, full: Vec<Arc<Client>>) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        conn.paused = Some(Pause {
+            on: full
+                .into_iter()
+                .map(|c| {
+                    let written = c.out.written();
+                    (c, written)
+                })
+                .collect(),
+            check_at: Instant::now() + STALL,
+        });
+        self.paused.push((key, conn.generation));
+    }
+
+    /// Reads again the paused connections whose recipients have room (or
+    /// were found not reading); true if any did.
+    fn resume(&mut self, scratch: &mut [u8]) -> bool {
+        if self.paused.is_empty() {
+            return false;
+        }
+        let now = Instant::now();
+        let mut ready = Vec::new();
+        for (key, generation) in std::mem::take(&mut self.paused) {
+            let Some(conn) = self.conns.get_mut(key) else {
+                continue;
+            };
+            let own = conn.session.client.id;
+            let outbox = conn.outbox.clone();
+            let Some(pause) = conn
+                .paused
+                .as_mut()
+                .filter(|_| conn.generation == generation)
+            else {
+                continue;
+            };
+            let look = now >= pause.check_at;
+            pause.on.retain_mut(|(c, seen)| {
+                if c.id == own {
+                    return !outbox.drained();
+                }
+                if c.out.has_room() {
+                    return false;
+                }
+                if look {
+                    let written = c.out.written();
+                    if written == *seen {
+                        c.out.mark_not_reading();
+                        return false;
+                    }
+                    *seen = written;
+                }
+                true
+            });
+            if look {
+                pause.check_at = now + STALL;
+            }
+            if pause.on.is_empty() {
+                conn.paused = None;
+                ready.push(key);
+            } else {
+                self.paused.push((key, generation));
+            }
+        }
+        for &key in &ready {
+            self.read(key, scratch);
+        }
+        !ready.is_empty()
     }
 
     /// Deliveries this loop made to its own connections.
@@ -413,33 +649,26 @@ impl Loop {
     }
 
     fn apply(&mut self, items: Vec<Item>) {
-        for (key, generation, what) in items {
+        for (key, generation, line, reply) in items {
             let Some(conn) = self.conns.get_mut(key) else {
                 continue;
             };
-            // A closing connection (after QUIT) still gets what comes before
-            // it is closed: its ERROR line is among it.
-            if conn.generation != generation {
+            if conn.generation != generation || conn.closing.is_some() {
                 continue;
             }
-            match what {
-                Delivery::Line(line) => {
-                    if conn.out.len() - conn.sent + line.len() > self.bound {
-                        self.hub.counters.send_queue_closes.fetch_add(1, Relaxed);
-                        self.hub.count_close(SENDQ_EXCEEDED);
-                        self.close(key, SENDQ_EXCEEDED);
-                        continue;
-                    }
-                    if conn.out.is_empty() {
-                        self.dirty.push(key);
-                    }
-                    conn.out.extend_from_slice(&line);
-                }
-                Delivery::Close(why) => {
-                    self.hub.count_close(&why);
-                    self.close(key, &why);
-                }
+            let unsent = conn.out.len() - conn.sent;
+            // An empty buffer always takes a line; replies are not bounded
+            // (the connection stops reading instead).
+            if !reply && unsent > 0 && unsent + line.len() > self.bound {
+                self.hub.counters.send_queue_closes.fetch_add(1, Relaxed);
+                self.hub.count_close(SENDQ_EXCEEDED);
+                self.close(key, SENDQ_EXCEEDED);
+                continue;
             }
+            if conn.out.is_empty() {
+                self.dirty.push(key);
+            }
+            conn.out.extend_from_slice(&line);
         }
     }
 
@@ -459,6 +688,7 @@ impl Loop {
             return;
         };
         let mut failed = false;
+        let mut wrote = 0;
         while conn.sent < conn.out.len() {
             match conn.stream.write(&conn.out[conn.sent..]) {
                 Ok(0) => {
@@ -467,7 +697,7 @@ impl Loop {
                 }
                 Ok(n) => {
                     conn.sent += n;
-                    self.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
+                    wrote += n;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -477,17 +707,37 @@ impl Loop {
                 }
             }
         }
+        if wrote > 0 {
+            conn.mid_line = conn.out[conn.sent - 1] != b'\n';
+            self.hub.counters.bytes_out.fetch_add(wrote as u64, Relaxed);
+            let b = &conn.outbox.backlog;
+            b.written.fetch_add(wrote as u64, Relaxed);
+            if conn.closing.is_none() {
+                let left = b.queued.fetch_sub(wrote, SeqCst) - wrote;
+                if left <= conn.outbox.low {
+                    b.not_reading.store(false, SeqCst);
+                    if b.wanted.load(SeqCst) && b.wanted.swap(false, SeqCst) {
+                        wake_others(&self.all, self.id);
+                    }
+                }
+            }
+        }
         if failed {
+            if conn.closing.is_some() {
+                // Its ERROR line to a client that is gone: no error of its
+                // own.
+                return self.remove(key);
+            }
             self.hub.counters.io_errors.fetch_add(1, Relaxed);
-            return self.close(key, "Write error");
+            return self.close(key, WRITE_ERROR);
         }
         let drained = conn.sent == conn.out.len();
         if drained {
             // Idle connections keep no buffer.
             conn.out = Vec::new();
             conn.sent = 0;
-            if let Some(why) = conn.closing.clone() {
-                return self.close(key, &why);
+            if conn.closing.is_some() {
+                return self.remove(key);
             }
         } else if conn.sent > conn.out.len() / 2 {
             conn.out.drain(..conn.sent);
@@ -511,24 +761,91 @@ impl Loop {
         }
     }
 
-    /// Ends a connection: the session tells the others, the socket closes.
+    /// Ends a connection: the session tells the others now; what the
+    /// connection still has to write, and its `ERROR` line, go out within
+    /// the grace (at once when the server stops), then it is removed.
     fn close(&mut self, key: usize, why: &str) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.closing.is_some() {
+            return;
+        }
+        let b = &conn.outbox.backlog;
+        b.closed.store(true, SeqCst);
+        if b.wanted.swap(false, SeqCst) {
+            wake_others(&self.all, self.id);
+        }
+        conn.paused = None;
+        conn.input = Vec::new();
+        if why == SENDQ_EXCEEDED {
+            let keep = finish_line(&conn.out[conn.sent..], conn.mid_line);
+            conn.out.truncate(conn.sent + keep);
+        }
+        // QUIT queued its own ERROR line; after a write error nothing goes.
+        if why != QUIT && why != WRITE_ERROR {
+            let line = error_line(&conn.session.client.host, why);
+            conn.out.extend_from_slice(&line);
+        }
+        let grace = if why == STOPPING {
+            Duration::ZERO
+        } else {
+            CLOSE_GRACE
+        };
+        conn.closing = Some(Instant::now() + grace);
+        let generation = conn.generation;
+        let told = if why == QUIT { "Client Quit" } else { why };
+        conn.session.end(&self.hub, told);
+        if why == WRITE_ERROR {
+            return self.remove(key);
+        }
+        self.closing.push((key, generation));
+        self.dirty.push(key);
+    }
+
+    /// Closing connections past their grace are removed.
+    fn expire(&mut self) {
+        if self.closing.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for (key, generation) in std::mem::take(&mut self.closing) {
+            let Some(conn) = self.conns.get(key).filter(|c| c.generation == generation) else {
+                continue;
+            };
+            if conn.closing.is_some_and(|d| now >= d) {
+                self.remove(key);
+            } else {
+                self.closing.push((key, generation));
+            }
+        }
+    }
+
+    /// The socket closes. What the client sent and nobody will read is
+    /// taken first, so closing sends a FIN after the ERROR line rather than
+    /// a reset that could discard it at the client.
+    fn remove(&mut self, key: usize) {
         if !self.conns.contains(key) {
             return;
         }
         let mut conn = self.conns.remove(key);
         let _ = self.poll.registry().deregister(&mut conn.stream);
-        if why == SENDQ_EXCEEDED {
-            let _ = conn.stream.write(
-                format!(
-                    "ERROR :Closing Link: {} ({why})\r\n",
-                    conn.session.client.host
-                )
-                .as_bytes(),
-            );
+        let mut sink = [0u8; 512];
+        for _ in 0..8 {
+            match conn.stream.read(&mut sink) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
         }
-        let why = if why == "Quit" { "Client Quit" } else { why };
-        conn.session.end(&self.hub, why);
         self.hub.counters.open.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Wakes every loop but `me` (they look at their paused connections).
+fn wake_others(all: &[Arc<Shared>], me: usize) {
+    for (k, s) in all.iter().enumerate() {
+        if k != me {
+            let _ = s.waker.wake();
+        }
     }
 }

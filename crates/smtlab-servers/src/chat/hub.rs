@@ -7,10 +7,25 @@
 //! members, held for reading while a message is handed to each member's
 //! outbox. A member's outbox never blocks (each model queues or buffers,
 //! bounded), so a slow member cannot hold a channel's lock for long.
+//!
+//! Back-pressure (as ngircd stops reading a client while it has commands
+//! or output pending): handing a line to an outbox says whether that
+//! connection's queue is now above its high-water mark, half the send
+//! queue. The sender's session collects those connections, and the model
+//! stops reading the sender until each is back at its low-water mark (a
+//! quarter). So a burst waits in the sender's socket, not in a reader's
+//! queue, and a member who reads is never closed because of someone
+//! else's burst or of the replies to its own commands. A member who does
+//! not read would hold its senders for ever: one whose queue is full and
+//! that takes no byte for [`STALL`] is marked not reading, senders stop
+//! waiting for it, and its send queue bound closes it (`SendQ exceeded`).
+//! The cost on the fast path: one comparison per delivered line (and, in
+//! `event`, an atomic add per line and per write); no system call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use super::irc;
 use super::ChatCounters;
@@ -19,13 +34,101 @@ use super::ChatCounters;
 /// to (formatted once per message, not once per member).
 pub type Line = Arc<[u8]>;
 
-/// How lines reach one connection. Never blocks: past the model's bound the
-/// connection is closed with `reason` instead (a slow or dead client must
-/// not stall its room).
+/// How long a full queue may take no byte before its connection is
+/// marked not reading (and its senders go on without it). Long enough for
+/// a reader on a loaded machine to be scheduled; short enough that a room
+/// stalls only for a moment when one member hangs.
+pub const STALL: Duration = Duration::from_secs(2);
+
+/// How long a closed connection keeps trying to write what it still has,
+/// its `ERROR` line last (best effort: a client that reads again within
+/// it learns why it was closed), before the socket is closed.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a thread waiting for room sleeps before it looks again at
+/// what it cannot be woken for (progress, a stop).
+pub const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// Above it a connection's queue holds its senders back: half the bound.
+pub fn high_water(bound: usize) -> usize {
+    bound / 2
+}
+
+/// Senders held back go on once the queue is down to it: a quarter.
+pub fn low_water(bound: usize) -> usize {
+    bound / 4
+}
+
+/// The line every connection gets before the server closes it (RFC 2812
+/// §3.1.7), with the reason.
+pub fn error_line(host: &str, reason: &str) -> Line {
+    format!("ERROR :Closing Link: {host} ({reason})\r\n")
+        .into_bytes()
+        .into()
+}
+
+/// Of `pending` (bytes not yet written), how many to keep when the rest
+/// is dropped: none, or up to the end of the line whose start was already
+/// written (`mid_line`), so that the client never sees half a line.
+pub fn finish_line(pending: &[u8], mid_line: bool) -> usize {
+    if !mid_line {
+        return 0;
+    }
+    pending
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(pending.len(), |i| i + 1)
+}
+
+/// How lines reach one connection. Never blocks.
 pub trait Outbox: Send + Sync {
-    fn push(&self, line: &Line);
-    /// Close the connection; what it still has queued may be dropped.
-    fn close(&self, reason: &str);
+    /// A line from another connection (or a channel's line to all its
+    /// members). Past the send queue bound the connection is closed with
+    /// `SendQ exceeded` (an empty queue always takes one line). True when
+    /// the queue is now above its high-water mark and the connection is
+    /// not marked not reading: the sender should wait for room.
+    fn push(&self, line: &Line) -> bool;
+    /// A reply to the connection's own command: never closes it (its
+    /// reading stops above the high-water mark instead, so what it waits
+    /// for is at most one command's replies past it). True when above the
+    /// high-water mark.
+    fn reply(&self, line: &Line) -> bool;
+    /// Whether a sender held back by this connection may go on: its queue
+    /// is down to the low-water mark, or it is closed or marked not
+    /// reading.
+    fn has_room(&self) -> bool;
+    /// Bytes written to its socket so far (a waiting sender's evidence
+    /// that it reads).
+    fn written(&self) -> u64;
+    /// Marks it not reading: no sender waits for it until its queue is
+    /// down to the low-water mark again, and its bound decides.
+    fn mark_not_reading(&self);
+    /// The thread models: blocks up to `slice` for room; true once there
+    /// is. (An event loop never blocks: it looks at `has_room`.)
+    fn wait_room(&self, slice: Duration) -> bool;
+}
+
+/// The thread models: blocks until another connection, `to`, has room,
+/// or until its full queue took no byte for [`STALL`] (then it is marked
+/// not reading: its senders go on, and its bound closes it). Returns early
+/// when `stop` says so (the server stops, or the waiting connection was
+/// closed).
+pub fn wait_for_room(to: &dyn Outbox, stop: &dyn Fn() -> bool) {
+    let mut seen = to.written();
+    let mut since = Instant::now();
+    while !to.wait_room(WAIT_SLICE) {
+        if stop() {
+            return;
+        }
+        let written = to.written();
+        if written != seen {
+            seen = written;
+            since = Instant::now();
+        } else if since.elapsed() >= STALL {
+            to.mark_not_reading();
+            return;
+        }
+    }
 }
 
 /// One connection as others see it.
@@ -178,24 +281,35 @@ impl Hub {
         }
     }
 
-    /// Hands `line` to every member of `channel` but `except`, adding how
-    /// many get it to `count` first (so a counter read after a member got
-    /// the line includes it).
+    /// Hands `line` to every member of `channel` (`from` too when
+    /// `to_self`, as its own reply), adding how many others get it to
+    /// `count` first (so a counter read after a member got the line
+    /// includes it). Members whose queue it filled past the high-water
+    /// mark are added to `full` (once each).
     pub fn broadcast(
         &self,
         channel: &Channel,
         line: &Line,
-        except: Option<u64>,
+        from: &Client,
+        to_self: bool,
         count: Option<&AtomicU64>,
+        full: &mut Vec<Arc<Client>>,
     ) {
         let members = channel.members.read().unwrap_or_else(|e| e.into_inner());
         if let Some(count) = count {
-            let n = members.iter().filter(|m| Some(m.id) != except).count();
+            let n = members.iter().filter(|m| m.id != from.id).count();
             count.fetch_add(n as u64, Ordering::Relaxed);
         }
         for m in members.iter() {
-            if Some(m.id) != except {
-                m.out.push(line);
+            let filled = if m.id != from.id {
+                m.out.push(line)
+            } else if to_self {
+                m.out.reply(line)
+            } else {
+                false
+            };
+            if filled {
+                note_full(full, m);
             }
         }
     }
@@ -211,5 +325,12 @@ impl Hub {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .len()
+    }
+}
+
+/// Adds `client` to `full` unless it is there.
+pub fn note_full(full: &mut Vec<Arc<Client>>, client: &Arc<Client>) {
+    if !full.iter().any(|c| c.id == client.id) {
+        full.push(client.clone());
     }
 }

@@ -127,12 +127,16 @@ pub fn valid_nick(n: &[u8]) -> bool {
 
 /// RFC 2812 §1.3 and §2.3.1: a channel starts with `#` or `&` and holds no
 /// NUL, BELL, CR, LF, space, comma or colon, at most [`CHANNELLEN`] bytes.
+/// And UTF-8 here (RFC 2812 allows any other octet; ngircd keeps them): the
+/// server names channels as text, and a name it could not echo unchanged
+/// is refused rather than shown altered.
 pub fn valid_channel(c: &[u8]) -> bool {
     (2..=CHANNELLEN).contains(&c.len())
         && matches!(c[0], b'#' | b'&')
         && c[1..]
             .iter()
             .all(|&b| !matches!(b, 0 | 7 | b'\r' | b'\n' | b' ' | b',' | b':'))
+        && std::str::from_utf8(c).is_ok()
 }
 
 /// Whether a target names a channel (else a nickname).
@@ -155,14 +159,16 @@ pub fn fold(name: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// Splits whatever bytes arrived into lines: CR LF or a bare LF ends one
-/// (RFC 2812 §2.3 allows either in practice). A line longer than
-/// [`MAX_LINE`] is dropped whole, up to its end, and reported once.
+/// Splits whatever bytes arrived into lines: CR LF, a bare LF or a bare CR
+/// ends one (RFC 2812 §2.3 says CR LF; like ngircd, smtlab takes either
+/// alone too, as some clients send them, and skips the empty line between
+/// the two halves of a CR LF). A line longer than [`MAX_LINE`] is dropped
+/// whole, up to its end, and reported once.
 #[derive(Debug, Default)]
 pub struct Lines {
     /// The part of a line not yet ended (empty while idle: no memory held).
     partial: Vec<u8>,
-    /// Inside an overlong line: drop bytes up to the next LF.
+    /// Inside an overlong line: drop bytes up to the next line end.
     discarding: bool,
 }
 
@@ -174,51 +180,64 @@ pub enum Input<'a> {
     TooLong,
 }
 
+fn is_line_end(c: u8) -> bool {
+    c == b'\n' || c == b'\r'
+}
+
 impl Lines {
-    /// Feeds `data`, calling `each` for every line it ends. Stops early when
-    /// `each` returns false (the connection is done).
-    pub fn feed(&mut self, mut data: &[u8], mut each: impl FnMut(Input<'_>) -> bool) {
-        while !data.is_empty() {
-            let Some(nl) = data.iter().position(|&c| c == b'\n') else {
+    /// Feeds `data`, calling `each` for every line it ends, until `each`
+    /// returns false (the connection must stop reading for now, or is
+    /// done). Returns the bytes of `data` taken: all of them, or those up
+    /// to the end of the line at which `each` said stop — the caller feeds
+    /// the rest again later (or drops it when the connection is done).
+    pub fn feed(&mut self, data: &[u8], mut each: impl FnMut(Input<'_>) -> bool) -> usize {
+        let mut at = 0;
+        while at < data.len() {
+            let rest = &data[at..];
+            let Some(end) = rest.iter().position(|&c| is_line_end(c)) else {
                 if !self.discarding {
-                    if self.partial.len() + data.len() > MAX_LINE {
+                    if self.partial.len() + rest.len() > MAX_LINE {
                         self.partial = Vec::new();
                         self.discarding = true;
-                        if !each(Input::TooLong) {
-                            return;
-                        }
+                        each(Input::TooLong);
                     } else {
-                        self.partial.extend_from_slice(data);
+                        self.partial.extend_from_slice(rest);
                     }
                 }
-                return;
+                return data.len();
             };
-            let (head, tail) = (&data[..nl], &data[nl + 1..]);
-            data = tail;
+            let head = &rest[..end];
+            // A CR LF is one end (when its LF came in another read, the
+            // empty line it leaves is skipped below).
+            let crlf = rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n');
+            at += end + 1 + usize::from(crlf);
             if self.discarding {
                 self.discarding = false;
                 continue;
             }
             let keep_going = if self.partial.is_empty() {
-                let line = head.strip_suffix(b"\r").unwrap_or(head);
-                if line.len() + 2 > MAX_LINE {
-                    each(Input::TooLong)
-                } else {
-                    each(Input::Line(line))
-                }
+                Self::one(head, &mut each)
             } else {
                 let mut whole = std::mem::take(&mut self.partial);
                 whole.extend_from_slice(head);
-                let line = whole.strip_suffix(b"\r").unwrap_or(&whole);
-                if line.len() + 2 > MAX_LINE {
-                    each(Input::TooLong)
-                } else {
-                    each(Input::Line(line))
-                }
+                Self::one(&whole, &mut each)
             };
             if !keep_going {
-                return;
+                return at;
             }
+        }
+        data.len()
+    }
+
+    fn one(line: &[u8], each: &mut impl FnMut(Input<'_>) -> bool) -> bool {
+        if line.is_empty() {
+            // An empty line, or the LF of a CR LF: nothing (RFC 2812
+            // §2.3.1 ignores empty messages).
+            true
+        } else if line.len() + 2 > MAX_LINE {
+            each(Input::TooLong)
+        } else {
+            each(Input::Line(line))
         }
     }
 
@@ -293,6 +312,8 @@ mod tests {
         assert!(!valid_channel(b"chan"));
         assert!(!valid_channel(b"#a,b"));
         assert!(!valid_channel(b"#a b"));
+        assert!(valid_channel("#café".as_bytes()));
+        assert!(!valid_channel(b"#caf\xe9"));
         assert_eq!(fold(b"Wiz[x]\\~"), b"wiz{x}|^".to_vec());
         assert_eq!(fold(b"#Chan"), fold(b"#cHAN"));
     }
@@ -321,6 +342,35 @@ mod tests {
             collect(&mut l, b"MSG #c :hi\nPING x\r\n"),
             vec!["PRIVMSG #c :hi", "PING x"]
         );
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_line_and_crlf_split_across_reads_is_one_end() {
+        let mut l = Lines::default();
+        assert_eq!(
+            collect(&mut l, b"PING a\rPING b\r"),
+            vec!["PING a", "PING b"]
+        );
+        assert_eq!(collect(&mut l, b"PING c\r"), vec!["PING c"]);
+        assert_eq!(collect(&mut l, b"\nPING d\r\n\r\n\n"), vec!["PING d"]);
+        assert_eq!(l.held(), 0);
+    }
+
+    #[test]
+    fn feeding_stops_after_the_line_that_said_stop_and_resumes_with_the_rest() {
+        let mut l = Lines::default();
+        let data = b"A 1\r\nB 2\r\nC 3\r\nD";
+        let mut seen = Vec::new();
+        let taken = l.feed(data, |i| {
+            if let Input::Line(line) = i {
+                seen.push(String::from_utf8_lossy(line).into_owned());
+            }
+            seen.len() < 2
+        });
+        assert_eq!(seen, vec!["A 1", "B 2"]);
+        assert_eq!(&data[taken..], b"C 3\r\nD");
+        assert_eq!(collect(&mut l, &data[taken..]), vec!["C 3"]);
+        assert_eq!(collect(&mut l, b" 4\n"), vec!["D 4"]);
     }
 
     #[test]

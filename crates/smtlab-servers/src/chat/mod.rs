@@ -14,11 +14,20 @@
 //!
 //! The protocol (`session.rs`), the line parser (`irc.rs`) and the shared
 //! nicknames and channels (`hub.rs`) are the same in all three; a model
-//! only decides how bytes get in and out. A slow or dead client never
-//! stalls a room: what waits for it is bounded by
-//! [`ChatConfig::send_queue`] bytes, past which it is disconnected with
-//! `ERROR :Closing Link: ... (SendQ exceeded)`, and the others see it QUIT
-//! with that reason.
+//! only decides how bytes get in and out.
+//!
+//! Back-pressure, in all three: a client whose line filled a queue past
+//! half of [`ChatConfig::send_queue`] (a recipient's, or its own with its
+//! replies) is not read again until that queue is down to a quarter, so a
+//! burst waits in the sender's socket and a client who reads is never
+//! disconnected for someone else's burst or for the replies to its own
+//! pipelined commands. A dead client never stalls a room for long: once
+//! its full queue took no byte for 2 s its senders stop waiting for it,
+//! and past `send_queue` bytes it is disconnected with `ERROR :Closing
+//! Link: ... (SendQ exceeded)`; the others see it QUIT with that reason.
+//! Every connection the server closes gets its `ERROR` line last (best
+//! effort: written within 5 s if the client reads). A line with a NUL byte
+//! is dropped (RFC 2812 forbids it; ngircd never handles one).
 
 use std::collections::BTreeMap;
 use std::fmt;

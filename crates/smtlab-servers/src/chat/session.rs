@@ -7,13 +7,18 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::hub::{Channel, Client, Hub, Line};
+use super::hub::{note_full, Channel, Client, Hub, Line};
 use super::irc::{self, Input, Message};
 
 /// What the connection does after a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     Continue,
+    /// The line filled some queue past its high-water mark (a recipient's,
+    /// or this connection's own with its replies): read nothing more from
+    /// this connection until [`Session::take_full`]'s connections have
+    /// room (back-pressure; see `hub.rs`).
+    Wait,
     /// QUIT was received: the answer is queued; close after sending it.
     Quit,
 }
@@ -28,6 +33,9 @@ pub struct Session {
     channels: Vec<Arc<Channel>>,
     /// Set by QUIT: the reason the others are told.
     quit: Option<String>,
+    /// Connections whose queue this one's last line filled past the
+    /// high-water mark (itself included, by its replies).
+    full: Vec<Arc<Client>>,
 }
 
 impl Session {
@@ -39,21 +47,41 @@ impl Session {
             prefix: String::new(),
             channels: Vec::new(),
             quit: None,
+            full: Vec::new(),
         }
     }
 
     /// Handles one item of input.
     pub fn input(&mut self, hub: &Hub, input: Input<'_>) -> Flow {
-        match input {
+        let flow = match input {
             Input::Line(line) => self.line(hub, line),
             Input::TooLong => {
                 self.numeric(hub, "417", &[], "Input line was too long");
                 Flow::Continue
             }
+        };
+        if flow == Flow::Continue && !self.full.is_empty() {
+            Flow::Wait
+        } else {
+            flow
         }
     }
 
+    /// The connections to wait for after [`Flow::Wait`] (this one's own
+    /// client among them when its own output is full).
+    pub fn take_full(&mut self) -> Vec<Arc<Client>> {
+        std::mem::take(&mut self.full)
+    }
+
     fn line(&mut self, hub: &Hub, line: &[u8]) -> Flow {
+        // RFC 2812 §2.3.1: no NUL anywhere in a message. The line is
+        // dropped unanswered, as ngircd does (26.1 stops at the NUL and
+        // never handles the line, measured; it also never handles the
+        // lines after it, which smtlab does): there is no numeric for it,
+        // and relaying it would hand the NUL to every client.
+        if line.contains(&0) {
+            return Flow::Continue;
+        }
         let Some(msg) = irc::parse(line) else {
             return Flow::Continue;
         };
@@ -134,8 +162,10 @@ impl Session {
             let line: Line = format!(":{} NICK :{nick}\r\n", self.prefix)
                 .into_bytes()
                 .into();
-            self.client.out.push(&line);
-            self.to_neighbours(&line);
+            if self.client.out.reply(&line) {
+                note_full(&mut self.full, &self.client);
+            }
+            self.tell_neighbours(&line);
             self.set_prefix();
         } else {
             self.try_register(hub);
@@ -252,7 +282,7 @@ impl Session {
             let line: Line = format!(":{} JOIN {}\r\n", self.prefix, channel.name)
                 .into_bytes()
                 .into();
-            hub.broadcast(&channel, &line, None, None);
+            hub.broadcast(&channel, &line, &self.client, true, None, &mut self.full);
             self.channels.push(channel.clone());
             self.names(hub, channel.name.as_bytes());
         }
@@ -291,7 +321,7 @@ impl Session {
         }
         .into_bytes()
         .into();
-        hub.broadcast(channel, &line, None, None);
+        hub.broadcast(channel, &line, &self.client, true, None, &mut self.full);
         hub.part(channel, &self.client);
     }
 
@@ -329,8 +359,10 @@ impl Session {
                         hub.broadcast(
                             channel,
                             &line,
-                            Some(self.client.id),
+                            &self.client,
+                            false,
                             Some(&hub.counters.deliveries),
+                            &mut self.full,
                         );
                     }
                     None if notice => {}
@@ -343,7 +375,14 @@ impl Session {
                 match hub.find_nick(target) {
                     Some(peer) => {
                         hub.counters.deliveries.fetch_add(1, Relaxed);
-                        peer.out.push(&line);
+                        let filled = if peer.id == self.client.id {
+                            peer.out.reply(&line)
+                        } else {
+                            peer.out.push(&line)
+                        };
+                        if filled {
+                            note_full(&mut self.full, &peer);
+                        }
                     }
                     None if notice => {}
                     None => self.numeric(hub, "401", &[&lossy(target)], "No such nick/channel"),
@@ -442,7 +481,7 @@ impl Session {
             let line: Line = format!(":{} QUIT :{reason}\r\n", self.prefix)
                 .into_bytes()
                 .into();
-            self.to_neighbours(&line);
+            self.tell_neighbours(&line);
         }
         for channel in std::mem::take(&mut self.channels) {
             hub.part(&channel, &self.client);
@@ -451,17 +490,21 @@ impl Session {
             self.registered = false;
             hub.counters.registered.fetch_sub(1, Relaxed);
         }
+        // Nobody waits for others on behalf of a connection that ended.
+        self.full.clear();
     }
 
     /// Hands `line` once to every other client that shares a channel.
-    fn to_neighbours(&self, line: &Line) {
+    fn tell_neighbours(&mut self, line: &Line) {
         let mut told: Vec<u64> = vec![self.client.id];
         for channel in &self.channels {
             let members = channel.members.read().unwrap_or_else(|e| e.into_inner());
             for m in members.iter() {
                 if !told.contains(&m.id) {
                     told.push(m.id);
-                    m.out.push(line);
+                    if m.out.push(line) {
+                        note_full(&mut self.full, m);
+                    }
                 }
             }
         }
@@ -488,9 +531,11 @@ impl Session {
         self.send_raw(hub, s.as_bytes());
     }
 
-    fn send_raw(&self, _hub: &Hub, bytes: &[u8]) {
+    fn send_raw(&mut self, _hub: &Hub, bytes: &[u8]) {
         let line: Line = bytes.into();
-        self.client.out.push(&line);
+        if self.client.out.reply(&line) {
+            note_full(&mut self.full, &self.client);
+        }
     }
 }
 

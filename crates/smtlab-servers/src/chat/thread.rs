@@ -15,28 +15,53 @@
 //! thread ([`smtlab_sys::WAKE_SIGNAL`] with `pthread_kill`); the thread
 //! keeps that signal blocked except inside `ppoll`, so a signal sent
 //! before it got there is not lost.
+//!
+//! Back-pressure (see `hub.rs`): while a connection's own pending bytes
+//! are above the high-water mark its thread stops reading (it polls for
+//! writability only) until they are down to the low-water mark; when one
+//! of its lines filled another connection's pending bytes, the thread
+//! itself writes them out as the socket takes them (the next sender, as
+//! always here), polling that socket, before it handles its next line. It
+//! never waits for the other connection's thread, which may be waiting
+//! for it.
+//!
+//! Closing: the connection's thread tells the others, then writes what is
+//! pending (only up to the end of a line already started when the server
+//! closed it) and its `ERROR` line within [`CLOSE_GRACE`], then shuts the
+//! socket. Another thread that closes it (`SendQ exceeded`) wakes it with
+//! the wake signal.
 
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags};
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::pthread::{pthread_kill, pthread_self, Pthread};
 use nix::sys::signal::{SigSet, SigmaskHow};
 use nix::sys::socket::MsgFlags;
+use nix::sys::time::TimeSpec;
 
 use super::acceptor::Conn;
-use super::hub::{Hub, Line, Outbox};
+use super::hub::{
+    self, error_line, finish_line, high_water, low_water, Hub, Line, Outbox, CLOSE_GRACE,
+    WAIT_SLICE,
+};
 use super::irc::Lines;
 use super::session::{Flow, Session};
 use super::SENDQ_EXCEEDED;
 
 struct Pending {
     bytes: Vec<u8>,
+    /// The last byte written did not end a line: `bytes` starts inside one.
+    mid_line: bool,
     closed: Option<String>,
+    /// Marked not reading: senders do not wait for it.
+    not_reading: bool,
 }
 
 /// The connection's socket and what it could not take yet.
@@ -44,8 +69,12 @@ struct LockedSocket {
     state: Mutex<Pending>,
     stream: Arc<TcpStream>,
     bound: usize,
+    high: usize,
+    low: usize,
+    written: AtomicU64,
     /// The connection's own thread, to wake when bytes are left pending.
     owner: Pthread,
+    host: String,
     hub: Arc<Hub>,
 }
 
@@ -63,68 +92,106 @@ fn send_now(stream: &TcpStream, data: &[u8]) -> Result<usize, Errno> {
 }
 
 impl LockedSocket {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes what the socket takes now of `data` (lock held): bytes
+    /// taken.
+    fn send(&self, mid_line: &mut bool, data: &[u8]) -> Result<usize, Errno> {
+        loop {
+            match send_now(&self.stream, data) {
+                Ok(0) => return Ok(0),
+                Ok(n) => {
+                    self.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
+                    self.written.fetch_add(n as u64, Relaxed);
+                    *mid_line = data[n - 1] != b'\n';
+                    return Ok(n);
+                }
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Writes pending bytes (lock held). False on a write error.
     fn flush(&self, p: &mut Pending) -> bool {
         while !p.bytes.is_empty() {
-            match send_now(&self.stream, &p.bytes) {
-                Ok(0) => return true,
+            match self.send(&mut p.mid_line, &p.bytes) {
+                Ok(0) => break,
                 Ok(n) => {
-                    self.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
                     p.bytes.drain(..n);
                 }
-                Err(Errno::EINTR) => continue,
                 Err(_) => return false,
             }
         }
-        // Idle connections hold no buffer.
-        p.bytes = Vec::new();
+        if p.bytes.len() <= self.low {
+            p.not_reading = false;
+        }
+        if p.bytes.is_empty() {
+            // Idle connections hold no buffer.
+            p.bytes = Vec::new();
+        }
         true
     }
 
-    fn fail(&self, p: &mut Pending, reason: &str) {
-        if p.closed.is_none() {
-            p.closed = Some(reason.to_string());
-            p.bytes = Vec::new();
-            self.hub.count_close(reason);
-            let _ = self.stream.shutdown(Shutdown::Both);
-        }
+    fn has_room_locked(&self, p: &Pending) -> bool {
+        p.closed.is_some() || p.not_reading || p.bytes.len() <= self.low
     }
-}
 
-impl Outbox for LockedSocket {
-    fn push(&self, line: &Line) {
-        let mut p = self.state.lock().unwrap_or_else(|e| e.into_inner());
+    /// The connection is closed by the server: pending bytes dropped but
+    /// the end of a line already started, the `ERROR` line after them
+    /// (`tell`), the connection's thread woken (with the wake signal: it may be
+    /// polling for writability only) to finish.
+    fn fail(&self, p: &mut Pending, reason: &str, tell: bool) {
         if p.closed.is_some() {
             return;
         }
-        let had_pending = !p.bytes.is_empty();
-        if had_pending && !self.flush(&mut p) {
+        p.closed = Some(reason.to_string());
+        self.hub.count_close(reason);
+        if tell {
+            let keep = finish_line(&p.bytes, p.mid_line);
+            p.bytes.truncate(keep);
+            p.bytes.extend_from_slice(&error_line(&self.host, reason));
+        } else {
+            p.bytes = Vec::new();
+        }
+        if pthread_self() != self.owner {
+            // Alive: it marks the connection closed under the lock before
+            // it ends (and this one was not).
+            let _ = pthread_kill(self.owner, smtlab_sys::WAKE_SIGNAL);
+        }
+    }
+
+    /// A line for the connection; `own`: a reply, which is never bounded.
+    fn queue(&self, line: &Line, own: bool) -> bool {
+        let mut p = self.lock();
+        if p.closed.is_some() {
+            return false;
+        }
+        if !p.bytes.is_empty() && !self.flush(&mut p) {
             self.hub.counters.io_errors.fetch_add(1, Relaxed);
-            return self.fail(&mut p, "Write error");
+            self.fail(&mut p, "Write error", false);
+            return false;
         }
         let mut rest: &[u8] = line;
         if p.bytes.is_empty() {
-            loop {
-                match send_now(&self.stream, rest) {
-                    Ok(n) => {
-                        self.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
-                        rest = &rest[n..];
-                        break;
-                    }
-                    Err(Errno::EINTR) => continue,
-                    Err(_) => {
-                        self.hub.counters.io_errors.fetch_add(1, Relaxed);
-                        return self.fail(&mut p, "Write error");
-                    }
+            match self.send(&mut p.mid_line, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(_) => {
+                    self.hub.counters.io_errors.fetch_add(1, Relaxed);
+                    self.fail(&mut p, "Write error", false);
+                    return false;
                 }
             }
         }
         if rest.is_empty() {
-            return;
+            return false;
         }
-        if p.bytes.len() + rest.len() > self.bound {
+        if !own && !p.bytes.is_empty() && p.bytes.len() + rest.len() > self.bound {
             self.hub.counters.send_queue_closes.fetch_add(1, Relaxed);
-            return self.fail(&mut p, SENDQ_EXCEEDED);
+            self.fail(&mut p, SENDQ_EXCEEDED, true);
+            return false;
         }
         let was_empty = p.bytes.is_empty();
         p.bytes.extend_from_slice(rest);
@@ -134,11 +201,58 @@ impl Outbox for LockedSocket {
             // connection closed under it before it ends, so it is alive.
             let _ = pthread_kill(self.owner, smtlab_sys::WAKE_SIGNAL);
         }
+        p.bytes.len() > self.high && !p.not_reading
     }
 
-    fn close(&self, reason: &str) {
-        let mut p = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.fail(&mut p, reason);
+    /// Waits up to `timeout` for the socket to take bytes.
+    fn poll_writable(&self, timeout: Duration) {
+        let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLOUT)];
+        let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+        let _ = nix::poll::poll(&mut fds, PollTimeout::from(ms));
+    }
+}
+
+impl Outbox for LockedSocket {
+    fn push(&self, line: &Line) -> bool {
+        self.queue(line, false)
+    }
+
+    fn reply(&self, line: &Line) -> bool {
+        self.queue(line, true)
+    }
+
+    fn has_room(&self) -> bool {
+        self.has_room_locked(&self.lock())
+    }
+
+    fn written(&self) -> u64 {
+        self.written.load(Relaxed)
+    }
+
+    fn mark_not_reading(&self) {
+        self.lock().not_reading = true;
+    }
+
+    /// Called by another connection's thread: it writes the pending bytes
+    /// itself as the socket takes them.
+    fn wait_room(&self, slice: Duration) -> bool {
+        {
+            let mut p = self.lock();
+            if !self.flush(&mut p) {
+                self.hub.counters.io_errors.fetch_add(1, Relaxed);
+                self.fail(&mut p, "Write error", false);
+            }
+            if self.has_room_locked(&p) {
+                return true;
+            }
+        }
+        self.poll_writable(slice);
+        let mut p = self.lock();
+        if !self.flush(&mut p) {
+            self.hub.counters.io_errors.fetch_add(1, Relaxed);
+            self.fail(&mut p, "Write error", false);
+        }
+        self.has_room_locked(&p)
     }
 }
 
@@ -160,37 +274,99 @@ pub(super) fn serve(conn: Conn) {
     let socket = Arc::new(LockedSocket {
         state: Mutex::new(Pending {
             bytes: Vec::new(),
+            mid_line: false,
             closed: None,
+            not_reading: false,
         }),
         stream: conn.stream.clone(),
         bound: conn.send_queue,
+        high: high_water(conn.send_queue),
+        low: low_water(conn.send_queue),
+        written: AtomicU64::new(0),
         owner: pthread_self(),
+        host: host.clone(),
         hub: conn.hub.clone(),
     });
-    let client = conn.hub.new_client(host, socket.clone());
+    let hub = &conn.hub;
+    let client = hub.new_client(host.clone(), socket.clone());
     let mut session = Session::new(client);
     let mut lines = Lines::default();
     let mut buf = [0u8; 4096];
+    // Read and not yet handled: `buf[start..end]`.
+    let (mut start, mut end) = (0, 0);
+    // Its own output is above the high-water mark: not reading.
+    let mut paused = false;
     let mut why = "Connection closed".to_string();
-    while !conn.threads.stopping() {
+    let mut quit = false;
+    let stop = || conn.threads.stopping() || socket.lock().closed.is_some();
+    loop {
+        if conn.threads.stopping() {
+            why = "Server stopping".into();
+            break;
+        }
+        if start < end && !paused {
+            let mut flow = Flow::Continue;
+            start += lines.feed(&buf[start..end], |input| {
+                flow = session.input(hub, input);
+                flow == Flow::Continue
+            });
+            match flow {
+                Flow::Quit => {
+                    quit = true;
+                    break;
+                }
+                Flow::Wait => {
+                    let mut waited = false;
+                    for c in session.take_full() {
+                        if c.id == session.client.id {
+                            paused = true;
+                        } else {
+                            hub::wait_for_room(&*c.out, &stop);
+                            waited = true;
+                        }
+                    }
+                    // Closed (or stopping) meanwhile: not one more line.
+                    if waited && stop() {
+                        break;
+                    }
+                }
+                Flow::Continue => {}
+            }
+            continue;
+        }
         let pending = {
-            let mut p = socket.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = socket.lock();
             if p.closed.is_some() {
                 break;
             }
             if !p.bytes.is_empty() && !socket.flush(&mut p) {
-                socket.fail(&mut p, "Write error");
+                hub.counters.io_errors.fetch_add(1, Relaxed);
+                socket.fail(&mut p, "Write error", false);
                 break;
             }
-            !p.bytes.is_empty()
+            p.bytes.len()
         };
-        let mut flags = PollFlags::POLLIN;
-        if pending {
+        if paused && pending <= socket.low {
+            paused = false;
+            if start < end {
+                continue;
+            }
+        }
+        let mut flags = PollFlags::empty();
+        if !paused {
+            flags |= PollFlags::POLLIN;
+        }
+        if pending > 0 {
             flags |= PollFlags::POLLOUT;
         }
+        // Paused, it does not wait for input, so a stop (a shutdown of the
+        // reading side) would not wake it: it looks now and then.
+        let timeout = paused.then(|| TimeSpec::from_duration(WAIT_SLICE));
         let mut fds = [PollFd::new(conn.stream.as_fd(), flags)];
-        match nix::poll::ppoll(&mut fds, None, Some(in_ppoll)) {
+        match nix::poll::ppoll(&mut fds, timeout, Some(in_ppoll)) {
             Ok(_) => {}
+            // Woken: bytes were left pending, or it was closed (the top of
+            // the loop looks).
             Err(Errno::EINTR) => continue,
             Err(_) => {
                 why = "Poll error".into();
@@ -198,7 +374,9 @@ pub(super) fn serve(conn: Conn) {
             }
         }
         let revents = fds[0].revents().unwrap_or(PollFlags::empty());
-        if !revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+        if paused
+            || !revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+        {
             continue;
         }
         let n = match (&*conn.stream).read(&mut buf) {
@@ -210,31 +388,45 @@ pub(super) fn serve(conn: Conn) {
                 break;
             }
         };
-        let mut quit = false;
-        lines.feed(&buf[..n], |input| {
-            quit = session.input(&conn.hub, input) == Flow::Quit;
-            !quit
-        });
-        if quit {
-            // Send the ERROR line (it may be pending), then close.
-            let mut p = socket.state.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = socket.flush(&mut p);
-            p.closed.get_or_insert_with(|| "Quit".to_string());
-            break;
-        }
+        (start, end) = (0, n);
     }
+    let stopping = conn.threads.stopping();
+    if let Some(reason) = socket.lock().closed.clone() {
+        why = reason;
+    } else if stopping {
+        why = "Server stopping".into();
+    }
+    session.end(hub, &why);
     {
-        let p = socket.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(reason) = &p.closed {
-            if reason != "Quit" {
-                why = reason.clone();
+        let mut p = socket.lock();
+        if p.closed.is_none() {
+            // QUIT queued its own ERROR line; a close by the server its.
+            p.closed = Some(why.clone());
+            if !quit {
+                p.bytes.extend_from_slice(&error_line(&host, &why));
             }
         }
     }
-    session.end(&conn.hub, &why);
-    let mut p = socket.state.lock().unwrap_or_else(|e| e.into_inner());
-    p.closed.get_or_insert_with(|| why.clone());
-    p.bytes = Vec::new();
-    drop(p);
+    // Write what is left, the ERROR line last, while the client takes it.
+    let grace = if stopping {
+        Duration::ZERO
+    } else {
+        CLOSE_GRACE
+    };
+    let deadline = Instant::now() + grace;
+    loop {
+        {
+            let mut p = socket.lock();
+            if !socket.flush(&mut p) || p.bytes.is_empty() {
+                p.bytes = Vec::new();
+                break;
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline || conn.threads.stopping() {
+            break;
+        }
+        socket.poll_writable((deadline - now).min(WAIT_SLICE));
+    }
     let _ = conn.stream.shutdown(Shutdown::Both);
 }
