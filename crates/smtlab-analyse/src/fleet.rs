@@ -8,14 +8,17 @@
 //! A run's host is the name its facts recorded (the kernel's, or
 //! `SMTLAB_HOSTNAME`); a run that recorded none is [`UNKNOWN_HOST`]'s. The
 //! latest run is the one started last that has a successful sample: an
-//! interrupted run with nothing measured says nothing about its host.
+//! interrupted run with nothing measured says nothing about its host. A
+//! host none of whose runs has one is not left out: it is listed apart
+//! with why ([`hosts_without_result`]), for a host that failed everything
+//! is what a fleet's report must not hide.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use smtlab_store::{Store, StoreError};
 use smtlab_topology::Topology;
-use smtlab_types::{HostFacts, Metric, Program, RunRecord, RunSummary};
+use smtlab_types::{HostFacts, Metric, Program, RunRecord, RunSummary, SampleStatus};
 
 use crate::analysis::recommend::{NO_SMT_REASON, NO_STUDY_REASON, SMT_SWITCHED_OFF_REASON};
 use crate::analysis::{analyze, Recommendation, SeriesKey, SmtAdvice};
@@ -26,9 +29,14 @@ use crate::summary::{run_data, RunData};
 pub const UNKNOWN_HOST: &str = "unknown";
 
 /// The host a run recorded (its summary's or its facts' host name), or
-/// [`UNKNOWN_HOST`].
+/// [`UNKNOWN_HOST`]; as it can be shown in one line of a table (a name
+/// stored before names were checked, with a line break, escaped: two names
+/// stay two).
 pub fn host_or_unknown(name: &Option<String>) -> String {
-    name.clone().unwrap_or_else(|| UNKNOWN_HOST.into())
+    match name {
+        Some(n) => smtlab_store::printable(n).into_owned(),
+        None => UNKNOWN_HOST.into(),
+    }
 }
 
 /// Runs in a store, latest first per host: (host, runs), hosts sorted by
@@ -50,6 +58,120 @@ fn runs_per_host(runs: &[RunSummary]) -> Vec<(String, Vec<&RunSummary>)> {
         .collect()
 }
 
+/// A host with runs in the store, none with a successful sample.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostWithoutResult {
+    pub host: String,
+    /// Its runs, latest first.
+    pub runs: Vec<i64>,
+    /// Why its latest run has no result: `run 2 (complete): its 4 samples
+    /// failed: 4 crashed (worker 0 killed by SIGSEGV)`.
+    pub why: String,
+    /// The compared facts (name, value) of its latest run.
+    pub facts: Vec<(String, String)>,
+    /// Its latest run's facts, for comparing the machines.
+    #[serde(skip)]
+    pub host_facts: HostFacts,
+}
+
+/// The hosts of `runs` none of whose runs has a successful sample, by
+/// name, each with why its latest run has none (read from `store`).
+pub fn hosts_without_result(
+    store: &Store,
+    runs: &[RunSummary],
+) -> Result<Vec<HostWithoutResult>, StoreError> {
+    let with: Vec<String> = runs_per_host(runs).into_iter().map(|(h, _)| h).collect();
+    let mut by_host: BTreeMap<String, Vec<&RunSummary>> = BTreeMap::new();
+    for r in runs {
+        let host = host_or_unknown(&r.hostname);
+        if !with.contains(&host) {
+            by_host.entry(host).or_default().push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for (host, mut rs) in by_host {
+        rs.sort_by(|a, b| b.started_at.total_cmp(&a.started_at).then(b.id.cmp(&a.id)));
+        let latest = rs[0];
+        let mut why = why_no_result(store, latest)?;
+        if rs.len() > 1 {
+            why.push_str(&format!(
+                "; its {} earlier run{} had none either",
+                rs.len() - 1,
+                if rs.len() == 2 { "" } else { "s" }
+            ));
+        }
+        let host_facts = store.run(latest.id)?.host;
+        out.push(HostWithoutResult {
+            host,
+            runs: rs.iter().map(|r| r.id).collect(),
+            why,
+            facts: COMPARED
+                .iter()
+                .map(|f| f.to_string())
+                .zip(compared_values(&host_facts))
+                .collect(),
+            host_facts,
+        });
+    }
+    Ok(out)
+}
+
+/// Why run `r` has no successful sample: it has none at all, or what its
+/// samples failed with, by kind (failed, crashed, ...), the commonest
+/// first, each with its first reason (its first line, cut to 120
+/// characters) and how many other reasons it had.
+fn why_no_result(store: &Store, r: &RunSummary) -> Result<String, StoreError> {
+    let head = format!("run {} ({})", r.id, r.status.as_str());
+    if r.samples == 0 {
+        return Ok(format!("{head} has no sample"));
+    }
+    // Per kind: how many samples, and their reasons in order, once each.
+    let mut kinds: BTreeMap<&'static str, (u64, Vec<String>)> = BTreeMap::new();
+    for (point_id, _) in store.points(r.id)? {
+        for s in store.samples(point_id)? {
+            if s.status == SampleStatus::Ok {
+                continue;
+            }
+            let reason: String = s
+                .reason
+                .as_deref()
+                .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+                .unwrap_or("no reason recorded")
+                .chars()
+                .take(120)
+                .collect();
+            let kind = kinds.entry(s.status.as_str()).or_default();
+            kind.0 += 1;
+            if !kind.1.contains(&reason) {
+                kind.1.push(reason);
+            }
+        }
+    }
+    let mut counted: Vec<(&str, (u64, Vec<String>))> = kinds.into_iter().collect();
+    counted.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = counted
+        .iter()
+        .map(|(kind, (n, reasons))| {
+            let others = match reasons.len() {
+                0 | 1 => String::new(),
+                2 => "; 1 other reason".into(),
+                k => format!("; {} other reasons", k - 1),
+            };
+            format!(
+                "{n} {} ({}{others})",
+                kind.replace('_', " "),
+                reasons.first().map_or("", String::as_str)
+            )
+        })
+        .collect();
+    let all = if r.samples == 1 {
+        "its sample failed".to_string()
+    } else {
+        format!("its {} samples failed", r.samples)
+    };
+    Ok(format!("{head}: {all}: {}", parts.join(", ")))
+}
+
 /// Each host's latest run with a successful sample: (host, run id), hosts
 /// sorted by name.
 pub fn latest_per_host(runs: &[RunSummary]) -> Vec<(String, i64)> {
@@ -62,11 +184,15 @@ pub fn latest_per_host(runs: &[RunSummary]) -> Vec<(String, i64)> {
 /// The fleet as its report shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fleet {
+    /// The hosts with a run with a result.
     pub hosts: Vec<FleetHost>,
+    /// The hosts with runs but none with a result, and why.
+    pub without_result: Vec<HostWithoutResult>,
     /// Every workload some host measured, by name.
     pub workloads: Vec<FleetWorkload>,
     /// The facts of the hosts' machines that differ (from each host's
-    /// latest run used).
+    /// latest run used, or latest run for a host without a result), hosts
+    /// by name.
     pub facts: FactComparison,
     /// What could not be shown and why.
     pub notes: Vec<String>,
@@ -350,14 +476,28 @@ pub fn load_fleet(store: &Store) -> Result<Fleet, StoreError> {
             });
         }
     }
-    let named: Vec<(String, &HostFacts)> = hosts
+    let without_result = hosts_without_result(store, &summaries)?;
+    for w in &without_result {
+        notes.push(format!(
+            "{}: no run with a result, so no recommendation and no line: {}.",
+            w.host, w.why
+        ));
+    }
+    let mut named: Vec<(String, &HostFacts)> = hosts
         .iter()
         .zip(&used)
         .map(|(h, runs)| (h.host.clone(), &runs[0].run.host))
+        .chain(
+            without_result
+                .iter()
+                .map(|w| (w.host.clone(), &w.host_facts)),
+        )
         .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
     let facts = compare_facts(&named);
     Ok(Fleet {
         hosts,
+        without_result,
         workloads,
         facts,
         notes,

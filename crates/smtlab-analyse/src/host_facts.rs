@@ -73,6 +73,9 @@ pub fn compare_facts(hosts: &[(String, &HostFacts)]) -> FactComparison {
 /// `The hosts differ in SMT (alpha on, beta off) and kernel (...).`, or
 /// that the compared facts are the same.
 fn sentence(names: &[String], differences: &[FactDifference]) -> String {
+    if let [one] = names {
+        return format!("{one} is the only host: no other machine to compare it with.");
+    }
     let who = match names {
         [a, b] => format!("{a} and {b}"),
         _ => format!("The {} hosts", names.len()),

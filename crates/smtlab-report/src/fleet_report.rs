@@ -92,13 +92,28 @@ fn strings(cols: &[&str]) -> Vec<String> {
     cols.iter().map(|c| c.to_string()).collect()
 }
 
+/// Run ids as `3, 1`.
+fn run_list(runs: &[i64]) -> String {
+    runs.iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The tables of `fleet`.
 pub fn fleet_tables(fleet: &Fleet) -> FleetTables {
     let mut host_cols = strings(&["host", "runs"]);
-    if let Some(h) = fleet.hosts.first() {
-        host_cols.extend(h.facts.iter().map(|(k, _)| k.clone()));
+    let fact_names = fleet
+        .hosts
+        .first()
+        .map(|h| &h.facts)
+        .or_else(|| fleet.without_result.first().map(|w| &w.facts));
+    if let Some(facts) = fact_names {
+        host_cols.extend(facts.iter().map(|(k, _)| k.clone()));
     }
-    let host_rows = fleet
+    // Every host by name, those without a result said so (why is in the
+    // notes).
+    let mut named: Vec<(&str, Vec<String>)> = fleet
         .hosts
         .iter()
         .map(|h| {
@@ -108,16 +123,22 @@ pub fn fleet_tables(fleet: &Fleet) -> FleetTables {
                 } else {
                     h.host.clone()
                 },
-                h.runs
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                run_list(&h.runs),
             ];
             row.extend(h.facts.iter().map(|(_, v)| v.clone()));
-            row
+            (h.host.as_str(), row)
         })
+        .chain(fleet.without_result.iter().map(|w| {
+            let mut row = vec![
+                format!("{} (no run with a result)", w.host),
+                run_list(&w.runs),
+            ];
+            row.extend(w.facts.iter().map(|(_, v)| v.clone()));
+            (w.host.as_str(), row)
+        }))
         .collect();
+    named.sort_by(|a, b| a.0.cmp(b.0));
+    let host_rows = named.into_iter().map(|(_, row)| row).collect();
     let differences = (!fleet.facts.differences.is_empty()).then(|| {
         let mut columns = strings(&["fact"]);
         columns.extend(fleet.facts.hosts.iter().cloned());
@@ -196,10 +217,14 @@ fn html_table(h: &mut String, t: &Table) {
 }
 
 fn title(fleet: &Fleet) -> String {
+    let hosts = fleet.hosts.len() + fleet.without_result.len();
+    let without = match fleet.without_result.len() {
+        0 => String::new(),
+        n => format!(" ({n} without a result)"),
+    };
     format!(
-        "smtlab fleet: {} host{}, {} workload{}",
-        fleet.hosts.len(),
-        if fleet.hosts.len() == 1 { "" } else { "s" },
+        "smtlab fleet: {hosts} host{}{without}, {} workload{}",
+        if hosts == 1 { "" } else { "s" },
         fleet.workloads.len(),
         if fleet.workloads.len() == 1 { "" } else { "s" }
     )
@@ -349,7 +374,8 @@ mod tests {
     use super::*;
     use smtlab_analyse::analysis::SmtAdvice;
     use smtlab_analyse::fleet::{
-        FleetHost, FleetLine, FleetWorkload, HostRecommendation, LinePoint, WorkloadOnHost,
+        FleetHost, FleetLine, FleetWorkload, HostRecommendation, HostWithoutResult, LinePoint,
+        WorkloadOnHost,
     };
     use smtlab_analyse::host_facts::{FactComparison, FactDifference};
     use smtlab_types::Metric;
@@ -401,6 +427,7 @@ mod tests {
         };
         Fleet {
             hosts: vec![host("a", 1, "off"), host("b", 2, "on")],
+            without_result: Vec::new(),
             workloads: vec![
                 FleetWorkload {
                     program: "<w>".into(),
@@ -488,5 +515,36 @@ mod tests {
         assert_eq!(json["schema"], FLEET_SCHEMA);
         assert_eq!(json["workloads"][0]["hosts"][1]["host"], "b");
         assert_eq!(json["facts"]["differences"][0]["fact"], "SMT");
+    }
+
+    #[test]
+    fn a_host_without_a_result_is_a_row_of_its_own_and_counted() {
+        let mut f = fleet();
+        f.without_result.push(HostWithoutResult {
+            host: "ab".into(),
+            runs: vec![7, 3],
+            why: "run 7 (complete): its 2 samples failed: 2 crashed (signal 11)".into(),
+            facts: vec![("SMT".into(), "on".into())],
+            host_facts: Default::default(),
+        });
+        let t = fleet_tables(&f);
+        let hosts: Vec<&str> = t.hosts.rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(hosts, ["a", "ab (no run with a result)", "b (shared host)"]);
+        assert_eq!(t.hosts.rows[1][1], "7, 3");
+        assert_eq!(
+            title(&f),
+            "smtlab fleet: 3 hosts (1 without a result), 2 workloads"
+        );
+        // Alone, it still has its columns.
+        f.hosts.clear();
+        let t = fleet_tables(&f);
+        assert_eq!(t.hosts.columns, ["host", "runs", "SMT"]);
+        assert_eq!(
+            title(&f),
+            "smtlab fleet: 1 host (1 without a result), 2 workloads"
+        );
+        let json = fleet_json(&f);
+        assert_eq!(json["without_result"][0]["host"], "ab");
+        assert!(json["without_result"][0].get("host_facts").is_none());
     }
 }

@@ -44,6 +44,18 @@ pub enum StoreError {
         point_id: i64,
         seq: usize,
     },
+    /// A run another process is measuring (`--resume` of a run in
+    /// progress): its owner, and what to do.
+    #[error("--db {}: run {run_id} is being measured by {owner}; {why}", path.display())]
+    RunOwned {
+        path: PathBuf,
+        run_id: i64,
+        owner: String,
+        why: String,
+    },
+    /// A run resumed once it is complete.
+    #[error("--db {}: run {run_id} is already complete", path.display())]
+    RunComplete { path: PathBuf, run_id: i64 },
     /// A value the store cannot hold, or a request that does not fit the data.
     #[error("--db {}: {detail}", path.display())]
     Invalid { path: PathBuf, detail: String },
@@ -60,6 +72,13 @@ pub enum StoreError {
         to: i64,
         reason: String,
     },
+    /// A failure of the file system around the database (creating it).
+    #[error("--db {}: {context}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        context: String,
+        error: std::io::Error,
+    },
     /// Any other SQLite failure, with what the store was doing.
     #[error("--db {}: {context}: {error}", path.display())]
     Sqlite {
@@ -67,4 +86,38 @@ pub enum StoreError {
         context: String,
         error: rusqlite::Error,
     },
+}
+
+impl StoreError {
+    /// The database file the error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            StoreError::NotSmtlab { path, .. }
+            | StoreError::Missing { path }
+            | StoreError::TooNew { path, .. }
+            | StoreError::NoRun { path, .. }
+            | StoreError::NoPoint { path, .. }
+            | StoreError::PointMismatch { path, .. }
+            | StoreError::DuplicateSample { path, .. }
+            | StoreError::RunOwned { path, .. }
+            | StoreError::RunComplete { path, .. }
+            | StoreError::Invalid { path, .. }
+            | StoreError::BadPath { path, .. }
+            | StoreError::Migration { path, .. }
+            | StoreError::Io { path, .. }
+            | StoreError::Sqlite { path, .. } => path,
+        }
+    }
+
+    /// SQLite found the file damaged (corrupt pages, or not a database
+    /// where it expected one).
+    pub fn is_corrupt(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Sqlite { error, .. } if matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+            )
+        )
+    }
 }

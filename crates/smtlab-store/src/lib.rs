@@ -43,6 +43,7 @@ mod columns;
 mod error;
 mod host;
 mod merge;
+mod owner;
 mod points;
 mod runs;
 mod sample_log;
@@ -55,9 +56,11 @@ mod tests;
 
 pub use error::StoreError;
 pub use host::{
-    collect_host_facts, collect_host_facts_from, host_name, host_name_from, HOSTNAME_VAR,
+    collect_host_facts, collect_host_facts_from, host_name, host_name_from, printable, unprintable,
+    HostNameError, HOSTNAME_VAR,
 };
 pub use merge::{MergeError, MergeSummary, RunOrigin};
+pub use owner::Owner;
 pub use runs::NewRun;
 pub use schema::{latest_version as schema_version, APPLICATION_ID};
 pub use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary};

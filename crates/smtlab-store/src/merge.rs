@@ -39,10 +39,19 @@
 //! Every input is checked before anything is written anywhere: missing, not
 //! a file, the output itself (by device and inode, so another path or a
 //! symlink is caught), not an smtlab store (text, an empty file, another
-//! program's SQLite file), a newer schema; then the output (not another
-//! program's file, not newer). Only then are older inputs migrated (in
-//! place, as every reader of a store does; a read-only old store is
-//! refused) and the output created or opened.
+//! program's SQLite file), a newer schema, damaged pages (SQLite's
+//! `quick_check`); then the output (not another program's file, not
+//! newer). Inputs are only read: an older one is read from a copy brought
+//! up to date in memory, as every reader of a store reads it, and no input
+//! is left with files beside it (`Store::open_unmigrated`). A failure
+//! while an input is read (damage `quick_check` did not see) names that
+//! input, never as a `--db`.
+//!
+//! An output that exists is written in the one transaction below, so a
+//! failed merge leaves it as it was. One that does not is built under a
+//! temporary name beside it (`fleet.db.merging-XXXXXX`) and moved into
+//! place only when whole, never over a file another process made there
+//! meanwhile: a failed merge leaves no output at all.
 //!
 //! The copy is made in two steps so the output's write lock is held only
 //! while rows are inserted: first each input's runs that the output lacks
@@ -75,8 +84,9 @@ use crate::store::{check_path, Store};
 /// refuses a schema with a table in neither, and a test makes sure).
 const COPIED_TABLES: [&str; 5] = ["runs", "points", "samples", "worker_samples", "counters"];
 
-/// Tables that describe the store itself, not its runs.
-const OWN_TABLES: [&str; 1] = ["store_meta"];
+/// Tables that describe the store itself, not its runs: its identity, and
+/// the processes measuring into it now.
+const OWN_TABLES: [&str; 2] = ["store_meta", "run_owners"];
 
 /// What a merge did with one input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -126,7 +136,15 @@ pub enum MergeError {
         path: PathBuf,
         why: String,
     },
-    /// Reading an input or writing the output failed.
+    /// Reading an input (`flag` empty) or writing the output (`-o `)
+    /// failed, not through a fault of the file: SQLite's reason.
+    #[error("{flag}{}: {why}", path.display())]
+    Failed {
+        flag: &'static str,
+        path: PathBuf,
+        why: String,
+    },
+    /// A store failed otherwise.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -135,7 +153,7 @@ impl MergeError {
     /// A file the user named cannot be merged (a usage error); nothing was
     /// written.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, MergeError::Store(_))
+        !matches!(self, MergeError::Store(_) | MergeError::Failed { .. })
     }
 }
 
@@ -181,24 +199,32 @@ impl Store {
             check_input(input, output, output_file)?;
         }
         let refused_output = |e: StoreError| refused("-o ", output, e);
-        if output.exists() {
+        let exists = output.exists();
+        if exists {
             Store::open_unmigrated(output).map_err(refused_output)?;
         } else {
             check_path(output).map_err(refused_output)?;
         }
-        // 2. Older inputs migrated, the output made or opened.
+        // 2. The inputs opened to be read, the output made or opened.
         let sources = inputs
             .iter()
             .map(|p| Store::open_read_only(p).map_err(|e| refused("", p, e)))
             .collect::<Result<Vec<Store>, MergeError>>()?;
-        let out = Store::open(output).map_err(refused_output)?;
         // 3. The copy.
-        let summaries = out.merge_from(&sources)?;
-        // Best effort, as at the end of a run: the checkpoint syncs the WAL.
-        let _ = out
-            .conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-        Ok(summaries)
+        if exists {
+            let out = Store::open(output).map_err(refused_output)?;
+            let summaries = out
+                .merge_from(&sources)
+                .map_err(|e| named(e, &inputs, output))?;
+            // Best effort, as at the end of a run: the checkpoint syncs the
+            // WAL.
+            let _ = out
+                .conn
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            Ok(summaries)
+        } else {
+            merge_into_new(&sources, output).map_err(|e| named(e, &inputs, output))
+        }
     }
 
     /// Stage each source's runs, then write them all in one transaction.
@@ -224,8 +250,131 @@ impl Store {
     }
 }
 
+/// A new output: built under a temporary name beside `output` (so the
+/// rename stays on one filesystem), its WAL folded into it and closed (the
+/// `-wal` and `-shm` files are named after the file, so none may remain),
+/// then moved to `output` unless a file appeared there meanwhile. On any
+/// failure the temporary file and its companions are removed: nobody else
+/// knows their name.
+fn merge_into_new(sources: &[Store], output: &Path) -> Result<Vec<MergeSummary>, MergeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "merge".into());
+    let cannot = |why: String| MergeError::Failed {
+        flag: "-o ",
+        path: output.to_path_buf(),
+        why,
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("{name}.merging-"))
+        // What SQLite gives a file it creates, before the umask.
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| cannot(format!("cannot create a file in {}: {e}", dir.display())))?
+        .into_temp_path();
+    let (wal, shm) = crate::store::wal_files(&tmp);
+    let built = (|| {
+        let out = Store::open(&tmp)?;
+        let summaries = out.merge_from(sources)?;
+        let busy: i64 = out
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+            .map_err(|e| out.err("folding the WAL into the file", e))?;
+        drop(out);
+        if busy != 0 || wal.exists() {
+            return Err(cannot("its WAL could not be folded into it".into()));
+        }
+        Ok(summaries)
+    })();
+    let summaries = match built {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&wal);
+            let _ = std::fs::remove_file(&shm);
+            // `tmp` itself is removed when dropped.
+            return Err(e);
+        }
+    };
+    tmp.persist_noclobber(output).map_err(|e| {
+        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+            cannot(
+                "another process created it during the merge, which wrote nothing to it; \
+                 merge again"
+                    .into(),
+            )
+        } else {
+            cannot(format!(
+                "cannot move the merged store into place: {}",
+                e.error
+            ))
+        }
+    })?;
+    Ok(summaries)
+}
+
+/// A store's failure during a merge said of the file the user named, not
+/// as a `--db` (neither is one): an input by its path, a refusal (exit 2)
+/// if its pages are damaged; the output (or the temporary file it is built
+/// in) as `-o PATH`.
+fn named(e: MergeError, inputs: &[&Path], output: &Path) -> MergeError {
+    let MergeError::Store(e) = e else {
+        return e;
+    };
+    let path = e.path().to_path_buf();
+    if let Some(input) = inputs.iter().find(|i| **i == path) {
+        if e.is_corrupt() {
+            return MergeError::Refused {
+                flag: "",
+                path: input.to_path_buf(),
+                why: corrupt(&e),
+            };
+        }
+        let why = without_db(&e, &path);
+        return MergeError::Failed {
+            flag: "",
+            path: input.to_path_buf(),
+            why,
+        };
+    }
+    let why = without_db(&e, &path);
+    let shown = path.display().to_string();
+    MergeError::Failed {
+        flag: "-o ",
+        path: output.to_path_buf(),
+        // The temporary file's name means nothing to the user.
+        why: why.replace(&shown, &output.display().to_string()),
+    }
+}
+
+/// A store's message without the `--db PATH: ` it starts with.
+fn without_db(e: &StoreError, path: &Path) -> String {
+    let text = e.to_string();
+    let prefix = format!("--db {}: ", path.display());
+    text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+}
+
+/// Why a damaged input cannot be merged, with SQLite's words.
+fn corrupt(e: &StoreError) -> String {
+    let reason = match e {
+        StoreError::Sqlite { error, .. } => error.to_string(),
+        other => other.to_string(),
+    };
+    format!(
+        "its pages are damaged ({}); nothing was merged (restore it from a copy, or merge \
+         the others)",
+        reason.lines().next().unwrap_or_default()
+    )
+}
+
 /// An input checked without writing anything: there, not the output, an
-/// smtlab store (not an empty file), not newer than this smtlab.
+/// smtlab store (not an empty file), not newer than this smtlab, its pages
+/// whole.
 fn check_input(
     path: &Path,
     output: &Path,
@@ -249,13 +398,39 @@ fn check_input(
             output: output.to_path_buf(),
         });
     }
-    let (_, version) = Store::open_unmigrated(path).map_err(|e| refused("", path, e))?;
+    let (store, version) = Store::open_unmigrated(path).map_err(|e| refused("", path, e))?;
     // An empty SQLite file (or a file of no bytes) would become a store if
     // opened as one: as an input it holds nothing, and was surely not meant.
     if version == 0 {
-        return Err(refuse("not an smtlab database (it is empty)"));
+        return Err(refuse(&format!(
+            "not an smtlab database ({})",
+            crate::store::empty_detail(path)
+        )));
     }
-    Ok(())
+    // Every page read once (b-trees, free list; not index contents): a
+    // store with damaged pages is refused before anything is written, not
+    // half-way through the copy. It reads what the copy would read anyway.
+    let checked: rusqlite::Result<Vec<String>> = store
+        .conn
+        .prepare("PRAGMA quick_check(3)")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+    match checked {
+        Ok(found) if found == ["ok"] => Ok(()),
+        Ok(found) => {
+            // Its problems, without the `*** in database main ***` heading.
+            let problems: Vec<&String> = found.iter().filter(|f| !f.starts_with("***")).collect();
+            let more = match problems.len() {
+                0 | 1 => String::new(),
+                n => format!(", and {} more", n - 1),
+            };
+            Err(refuse(&format!(
+                "its pages are damaged (SQLite's quick_check: {}{more}); nothing was merged \
+                 (restore it from a copy, or merge the others)",
+                problems.first().map_or("?", |p| p.as_str())
+            )))
+        }
+        Err(e) => Err(refuse(&corrupt(&store.err("checking its pages", e)))),
+    }
 }
 
 /// A store's refusal of `path` as a merge's: its reason without the
@@ -780,7 +955,7 @@ fn list(cols: &[String], prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{latest_version, APPLICATION_ID, MIGRATIONS};
+    use crate::schema::{APPLICATION_ID, MIGRATIONS};
 
     /// A store of schema version 3 (before uids) holding one run, written
     /// as that version wrote it.
@@ -801,11 +976,11 @@ mod tests {
         .unwrap();
     }
 
-    /// An older input is migrated in place, as any reader of it would, and
-    /// merged; two copies of one old store, each migrated on its own, name
-    /// their runs alike, so the run is merged once.
+    /// An older input is read from a copy brought up to date in memory, as
+    /// every reader reads one, and merged without being changed; two copies
+    /// of one old store name their runs alike, so the run is merged once.
     #[test]
-    fn an_older_input_is_migrated_then_merged_and_its_copies_agree() {
+    fn an_older_input_is_merged_unchanged_and_its_copies_agree() {
         let dir = tempfile::tempdir().unwrap();
         let (old, copy, out) = (
             dir.path().join("old.db"),
@@ -814,36 +989,97 @@ mod tests {
         );
         v3_store(&old, 1.7e9 + 0.123_456_7);
         std::fs::copy(&old, &copy).unwrap();
+        let bytes = std::fs::read(&old).unwrap();
 
         let s = Store::merge(&[&old], &out).unwrap();
         assert_eq!(
             (s[0].runs_added, s[0].hosts.clone()),
             (1, vec!["old".to_string()])
         );
-        let input = Store::open_read_only(&old).unwrap();
-        let version: i64 = input
-            .conn
+        assert_eq!(
+            std::fs::read(&old).unwrap(),
+            bytes,
+            "the input is as it was"
+        );
+        let version: i64 = Connection::open(&old)
+            .unwrap()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(version, latest_version());
-        let uid: String = input
+        assert_eq!(version, 3);
+        let output = Store::open(&out).unwrap();
+        let uid: String = output
             .conn
             .query_row("SELECT uid FROM runs WHERE id = 1", [], |r| r.get(0))
             .unwrap();
         assert_eq!(uid, "pre4-1-1700000000123456-18446744073709551615");
+        // The store_id of a store too old to have one is its copy's, made
+        // for this merge.
+        let origin = output.run_origin(1).unwrap().unwrap();
+        assert_eq!((origin.store_id, origin.run_id), (s[0].store_id.clone(), 1));
+        drop(output);
 
         let s = Store::merge(&[&copy, &old], &out).unwrap();
         assert_eq!((s[0].runs_added, s[0].runs_present), (0, 1));
-        assert_ne!(
-            s[0].store_id, s[1].store_id,
-            "each copy got its own store_id"
+        assert_eq!((s[1].runs_added, s[1].runs_present), (0, 1));
+    }
+
+    fn sqlite(path: &str, code: std::ffi::c_int, msg: &str) -> MergeError {
+        MergeError::Store(StoreError::Sqlite {
+            path: path.into(),
+            context: "reading it for the merge".into(),
+            error: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(code),
+                Some(msg.into()),
+            ),
+        })
+    }
+
+    /// A failure while the stores are read or written names the file as
+    /// the user gave it, never as a `--db`: damage of an input is its
+    /// refusal (exit 2), anything else a failure; the temporary output is
+    /// the output.
+    #[test]
+    fn a_failure_during_the_copy_names_the_file_the_user_gave() {
+        let inputs = [Path::new("a.db"), Path::new("c.db")];
+        let out = Path::new("out.db");
+        let e = named(
+            sqlite(
+                "c.db",
+                rusqlite::ffi::SQLITE_CORRUPT,
+                "database disk image is malformed",
+            ),
+            &inputs,
+            out,
         );
-        let output = Store::open(&out).unwrap();
-        assert_eq!(output.runs().unwrap().len(), 1);
-        let origin = output.run_origin(1).unwrap().unwrap();
+        assert!(e.is_refusal());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("c.db: its pages are damaged (database disk image is malformed)"),
+            "{text}"
+        );
+        let e = named(
+            sqlite("a.db", rusqlite::ffi::SQLITE_IOERR, "disk I/O error"),
+            &inputs,
+            out,
+        );
+        assert!(!e.is_refusal());
         assert_eq!(
-            (origin.store_id, origin.run_id),
-            (input.store_id().unwrap(), 1)
+            e.to_string(),
+            "a.db: reading it for the merge: disk I/O error"
+        );
+        let e = named(
+            sqlite(
+                "dir/out.db.merging-x1",
+                rusqlite::ffi::SQLITE_FULL,
+                "database or disk is full",
+            ),
+            &inputs,
+            out,
+        );
+        assert!(!e.is_refusal());
+        assert_eq!(
+            e.to_string(),
+            "-o out.db: reading it for the merge: database or disk is full"
         );
     }
 

@@ -10,6 +10,7 @@ use smtlab_types::{HostFacts, RunRecord, RunStatus, RunSummary, SharedHost};
 
 use crate::columns::{json_col, parse_col};
 use crate::error::StoreError;
+use crate::owner::Owner;
 use crate::store::Store;
 
 /// What [`Store::create_run`] records about a new run.
@@ -32,8 +33,22 @@ pub struct NewRun {
 
 impl Store {
     /// Record a new run (status `running`, started at `new.started_at` or
-    /// now); returns its id.
+    /// now), measured by this process until it is finished (its owner:
+    /// `owner.rs`); returns its id.
     pub fn create_run(&self, new: &NewRun) -> Result<i64, StoreError> {
+        let err = |e| self.err("recording a new run", e);
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(err)?;
+        let run_id = self.insert_run(new)?;
+        self.own_run(run_id, &Owner::this_process())?;
+        tx.commit().map_err(err)?;
+        Ok(run_id)
+    }
+
+    fn insert_run(&self, new: &NewRun) -> Result<i64, StoreError> {
         let command_line = self.to_json(&new.command_line, "command line")?;
         let config = self.to_json(&new.config_json, "configuration")?;
         let host = self.to_json(&new.host, "host facts")?;
@@ -58,17 +73,26 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// End a run: its final status, finished now. Then checkpoint the WAL,
-    /// which fsyncs it: the run survives a power loss from here on.
+    /// End a run: its final status, finished now, and this process no
+    /// longer its owner. Then checkpoint the WAL, which fsyncs it: the run
+    /// survives a power loss from here on.
     pub fn finish_run(&self, run_id: i64, status: RunStatus) -> Result<(), StoreError> {
+        let err = |e| self.err(format!("finishing run {run_id}"), e);
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(err)?;
         let n = self
             .conn
             .prepare_cached("UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3")
             .and_then(|mut st| st.execute(params![status.as_str(), unix_now(), run_id]))
-            .map_err(|e| self.err(format!("finishing run {run_id}"), e))?;
+            .map_err(err)?;
         if n == 0 {
             return Err(self.no_run(run_id));
         }
+        self.release_run(run_id, &Owner::this_process())?;
+        tx.commit().map_err(err)?;
         // Best effort: everything is committed already; a checkpoint that a
         // reader holds back only delays the fsync to a later checkpoint.
         let _ = self

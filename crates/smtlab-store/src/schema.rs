@@ -207,6 +207,29 @@ CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
 ALTER TABLE runs ADD COLUMN origin_store TEXT;
 ALTER TABLE runs ADD COLUMN origin_run_id INTEGER;
 "#,
+    // 5: the process measuring a run now (`run`, `run --resume`), one row
+    // per run being measured: made in the transaction that records or
+    // resumes the run, deleted when it ends. A second `--resume` of a run
+    // whose owner lives is refused; one whose owner died is taken over
+    // (`owner.rs`). The store's own: a merge does not copy it (the process
+    // writes into its store, not into the fleet's).
+    r#"
+CREATE TABLE run_owners (
+    run_id      INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pid         INTEGER NOT NULL,
+    -- the host name as smtlab records it (SMTLAB_HOSTNAME, or the kernel's)
+    host        TEXT,
+    -- /proc/sys/kernel/random/boot_id: the same machine, since its boot
+    boot_id     TEXT,
+    -- /proc/self/ns/pid: a pid means one process only in its namespace
+    pid_ns      TEXT,
+    -- the process's start, clock ticks after boot (/proc/PID/stat field
+    -- 22): a pid reused by another process has another start
+    start_ticks INTEGER,
+    -- Unix seconds
+    since       REAL NOT NULL
+);
+"#,
 ];
 
 /// The schema version this build writes: the number of migrations.

@@ -24,6 +24,9 @@ pub struct Store {
     // Crate-visible: the files of each kind of record query it directly.
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
+    /// A read-only open that made the file's `-wal` and `-shm`: they are
+    /// taken away once `conn` is closed (fields drop in order).
+    _tidy: Option<WalTidy>,
 }
 
 impl std::fmt::Debug for Store {
@@ -37,6 +40,9 @@ impl Store {
     /// older schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         check_path(path)?;
+        if !path.exists() {
+            Store::create(path)?;
+        }
         let conn = Connection::open(path).map_err(|error| StoreError::Sqlite {
             path: path.to_path_buf(),
             context: "cannot open".into(),
@@ -45,9 +51,68 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            _tidy: None,
         };
         store.init()?;
         Ok(store)
+    }
+
+    /// A new store, made whole under a temporary name beside `path` and
+    /// then linked to it: a reader never finds it half made (an empty
+    /// SQLite file, the schema not yet written, which reading refuses as
+    /// no store), so `smtlab runs` during a run's first moments sees no
+    /// store or the whole of it. If another process made `path`
+    /// meanwhile, that one is kept and this one dropped. A file of no bytes
+    /// already there (`touch smtlab.db`) is made a store in place by
+    /// [`Store::open`], as before.
+    fn create(path: &Path) -> Result<(), StoreError> {
+        use std::os::unix::fs::PermissionsExt;
+        let io = |context: &str, error: std::io::Error| StoreError::Io {
+            path: path.to_path_buf(),
+            context: context.into(),
+            error,
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}.new-"))
+            // What SQLite gives a file it creates, before the umask.
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(dir)
+            .map_err(|e| io("cannot create it", e))?
+            .into_temp_path();
+        {
+            let conn = Connection::open(&tmp).map_err(|error| StoreError::Sqlite {
+                path: path.to_path_buf(),
+                context: "cannot create it".into(),
+                error,
+            })?;
+            // Named `path` in its errors: the temporary name means nothing.
+            let store = Store {
+                conn,
+                path: path.to_path_buf(),
+                _tidy: None,
+            };
+            store.init()?;
+            // Its WAL's files are named after the temporary file: all of
+            // it into the file, and (closing, the only connection) gone.
+            store
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .map_err(|e| store.err("creating it", e))?;
+        }
+        match tmp.persist_noclobber(path) {
+            Ok(()) => Ok(()),
+            // Made by another process meanwhile: theirs is the store.
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(io("cannot create it", e.error)),
+        }
     }
 
     /// Open a database that must already exist (`smtlab run --resume`):
@@ -63,33 +128,64 @@ impl Store {
     }
 
     /// Open an existing database only to read it (`runs`, `show`, `report`,
-    /// `compare`): a store on a read-only mount, or one this user may not
-    /// write, can still be listed. A schema older than this smtlab's is
-    /// brought up to date if the file is writable (reading needs the new
-    /// columns), else refused naming both versions.
+    /// `compare`, `merge`'s inputs): nothing is created or changed, the
+    /// file nor its directory (see [`Store::open_unmigrated`]). A file of no
+    /// bytes, or an empty SQLite database, is not a store: reading it must
+    /// not turn it into one. A schema older than this smtlab's is read
+    /// from a copy in memory brought up to date there (reading needs the new
+    /// columns); the file keeps its version until a run writes into it.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let (store, version) = Store::open_unmigrated(path)?;
-        let known = schema::latest_version();
-        if version < known {
-            drop(store);
-            return Store::open(path).map_err(|e| match e {
-                StoreError::Sqlite { .. } => StoreError::Migration {
-                    path: path.to_path_buf(),
-                    from: version,
-                    to: known,
-                    reason: "the file is read-only here; open it once where it can be written"
-                        .into(),
-                },
-                other => other,
-            });
+        if version == 0 {
+            return Err(store.not_smtlab(empty_detail(path)));
+        }
+        if version < schema::latest_version() {
+            return store.migrated_in_memory(version);
         }
         Ok(store)
+    }
+
+    /// This store's content copied into memory (SQLite's backup, which
+    /// reads through the WAL) and migrated there from `version`.
+    fn migrated_in_memory(self, version: i64) -> Result<Store, StoreError> {
+        let known = schema::latest_version();
+        let failed = |e: rusqlite::Error| StoreError::Migration {
+            path: self.path.clone(),
+            from: version,
+            to: known,
+            reason: short_reason(&e),
+        };
+        let mut copy = Connection::open_in_memory().map_err(failed)?;
+        rusqlite::backup::Backup::new(&self.conn, &mut copy)
+            .and_then(|b| b.run_to_completion(i32::MAX, Duration::from_millis(5), None))
+            .map_err(failed)?;
+        schema::migrate(&copy, known).map_err(failed)?;
+        Ok(Store {
+            conn: copy,
+            path: self.path.clone(),
+            _tidy: None,
+        })
     }
 
     /// Open an existing database read-only and as it is: checked to be
     /// smtlab's (or an empty SQLite file: version 0) and not newer than
     /// this smtlab, but not migrated. Returns its schema version. Writes
     /// nothing, so `merge` can check every input before touching any.
+    ///
+    /// # Leaving the directory as it was
+    ///
+    /// A read-only connection to a WAL database needs the `-wal` and `-shm`
+    /// files, and SQLite creates them if missing; only the last connection
+    /// to close removes them, and a read-only one cannot (that takes a
+    /// writer's exclusive lock), so `smtlab runs` used to leave both beside
+    /// every store it read. Where neither existed (nobody had the file
+    /// open), [`WalTidy`] removes them once this connection is closed, by
+    /// SQLite's own rule (see there). Where they existed (a run writing
+    /// now, or a crash's leftovers), they are left as found. `immutable=1`
+    /// would make no files, but it reads without locks and ignores the
+    /// WAL: a run starting meanwhile could checkpoint pages under the
+    /// reader. It is used only where no `-shm` can be made (a read-only
+    /// directory), where no writer can be either.
     pub(crate) fn open_unmigrated(path: &Path) -> Result<(Store, i64), StoreError> {
         check_path(path)?;
         if !path.exists() {
@@ -98,6 +194,7 @@ impl Store {
             });
         }
         use rusqlite::OpenFlags;
+        let tidy = WalTidy::before_open(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let opened = Connection::open_with_flags(path, flags).and_then(|c| {
             // A WAL database read-only needs its -shm file; where it cannot
@@ -123,6 +220,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            _tidy: tidy,
         };
         store
             .conn
@@ -281,6 +379,74 @@ impl Store {
             }
         }
     }
+}
+
+/// Why a file whose schema version is 0 is not a store: it has no bytes,
+/// or it is a SQLite database with nothing in it.
+pub(crate) fn empty_detail(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => "it is empty: 0 bytes".into(),
+        _ => "it is an empty SQLite database".into(),
+    }
+}
+
+/// The `-wal` and `-shm` files a read-only connection made beside a WAL
+/// database, removed once it is closed.
+///
+/// Only the last connection to close a WAL database checkpoints it and
+/// deletes both files: it takes the database file's exclusive lock, which
+/// it gets only if no other connection, in any process, has the file open.
+/// A read-only connection cannot take that lock. So once the reader is
+/// closed, a read-write connection opens the file, reads (which opens the
+/// WAL) and closes: SQLite removes the files then if, and only if, nobody
+/// else has the database open, under its own lock, so no other process can
+/// be using files as they go. It writes nothing (`query_only`), and its
+/// checkpoint copies nothing unless a writer came and went while the
+/// reader was open (that writer's WAL is then folded in, as the writer
+/// would have done had it closed last). Made only where neither file
+/// existed before the reader opened: files found there belong to someone
+/// else, or to a crash, and are left as they are.
+#[derive(Debug)]
+pub(crate) struct WalTidy {
+    db: PathBuf,
+}
+
+impl WalTidy {
+    /// Before a read-only open of `db`: a tidy-up if it has no `-wal` nor
+    /// `-shm` yet.
+    fn before_open(db: &Path) -> Option<WalTidy> {
+        let (wal, shm) = wal_files(db);
+        (!wal.exists() && !shm.exists()).then(|| WalTidy {
+            db: db.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for WalTidy {
+    fn drop(&mut self) {
+        let (wal, shm) = wal_files(&self.db);
+        if !wal.exists() && !shm.exists() {
+            return;
+        }
+        // Best effort: where it fails, the files stay, as they always did.
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if let Ok(c) = Connection::open_with_flags(&self.db, flags) {
+            let _ = c.busy_timeout(Duration::from_millis(100));
+            let _ = c.pragma_update(None, "query_only", true);
+            let _ = c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()));
+        }
+    }
+}
+
+/// A database's `-wal` and `-shm` files.
+pub(crate) fn wal_files(db: &Path) -> (PathBuf, PathBuf) {
+    let with = |suffix: &str| {
+        let mut name = db.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    (with("-wal"), with("-shm"))
 }
 
 /// Refuse a `--db` that cannot be a database file before SQLite touches it

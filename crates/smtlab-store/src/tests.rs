@@ -1197,3 +1197,341 @@ fn an_immutable_read_opens_a_store_whose_directory_cannot_be_written() {
     let ro = Store::open_read_only(&path).unwrap();
     assert_eq!(ro.run(run).unwrap().id, run);
 }
+
+// ----- issue 29: reading changes nothing ----------------------------------
+
+/// Every file of `dir` with its bytes, by name.
+fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_read_only_open_leaves_the_directory_and_the_file_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, point) = store_with_point(dir.path());
+    store.add_sample(point, &full_sample(0)).unwrap();
+    let path = store.path().to_path_buf();
+    drop(store);
+    let before = files_of(dir.path());
+    assert_eq!(before.keys().collect::<Vec<_>>(), ["smtlab.db"]);
+
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.runs().unwrap()[0].samples, 1);
+    // SQLite needs the WAL's files while the reader is open.
+    assert!(dir.path().join("smtlab.db-shm").exists());
+    drop(ro);
+    assert_eq!(files_of(dir.path()), before);
+
+    // Files that were there when the reader came (a writer has the store
+    // open) are the writer's: the reader leaves them, the writer's close
+    // takes them away.
+    let writer = Store::open(&path).unwrap();
+    writer.add_sample(point, &full_sample(1)).unwrap();
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.samples(point).unwrap().len(), 2);
+    drop(ro);
+    assert!(dir.path().join("smtlab.db-wal").exists());
+    writer.add_sample(point, &full_sample(2)).unwrap();
+    drop(writer);
+    assert_eq!(
+        files_of(dir.path()).keys().collect::<Vec<_>>(),
+        ["smtlab.db"]
+    );
+
+    // A writer that comes and goes while a reader is open cannot remove
+    // the files (the reader holds the database); the reader's close does,
+    // and what the writer committed is in the file.
+    let ro = Store::open_read_only(&path).unwrap();
+    let writer = Store::open(&path).unwrap();
+    writer.add_sample(point, &full_sample(3)).unwrap();
+    drop(writer);
+    assert!(dir.path().join("smtlab.db-wal").exists());
+    drop(ro);
+    assert_eq!(
+        files_of(dir.path()).keys().collect::<Vec<_>>(),
+        ["smtlab.db"]
+    );
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.samples(point).unwrap().len(), 4);
+    assert_eq!(ro.run(run).unwrap().id, run);
+}
+
+#[test]
+fn an_empty_file_is_not_a_store_to_a_reader_and_stays_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("e.db");
+    std::fs::write(&empty, b"").unwrap();
+    let e = Store::open_read_only(&empty).unwrap_err();
+    assert!(matches!(e, StoreError::NotSmtlab { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "--db {}: not an smtlab database (it is empty: 0 bytes)",
+            empty.display()
+        )
+    );
+    // A SQLite database with nothing in it (one page, no table).
+    let blank = dir.path().join("blank.db");
+    Connection::open(&blank)
+        .unwrap()
+        .execute_batch("VACUUM")
+        .unwrap();
+    let size = std::fs::metadata(&blank).unwrap().len();
+    assert!(size > 0);
+    let e = Store::open_read_only(&blank).unwrap_err().to_string();
+    assert!(e.ends_with("(it is an empty SQLite database)"), "{e}");
+    let files = files_of(dir.path());
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["blank.db", "e.db"]);
+    assert!(files["e.db"].is_empty());
+    assert_eq!(files["blank.db"].len() as u64, size);
+}
+
+#[test]
+fn an_older_store_is_read_from_a_migrated_copy_and_left_at_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for applied in 1..MIGRATIONS.len() {
+        let path = dir.path().join(format!("v{applied}.db"));
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+            for step in &MIGRATIONS[..applied] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.pragma_update(None, "user_version", applied as i64)
+                .unwrap();
+            conn.execute(
+                "INSERT INTO runs (started_at, status, command_line, smtlab_version, seed, \
+                 config_json, host_json) VALUES (1.5e9, 'complete', '[\"smtlab\"]', '0.0.9', \
+                 '42', '{}', '{\"hostname\": \"old\"}')",
+                [],
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let ro = Store::open_read_only(&path).unwrap();
+        let run = ro.run(1).unwrap();
+        assert_eq!((run.seed, run.host.hostname.as_deref()), (42, Some("old")));
+        // Read through the columns the migrations added.
+        assert_eq!(ro.runs().unwrap().len(), 1);
+        assert_eq!(ro.store_id().unwrap().len(), 32);
+        drop(ro);
+        assert_eq!(std::fs::read(&path).unwrap(), before, "v{applied}");
+        assert_eq!(user_version(&path), applied as i64);
+    }
+    let left: Vec<String> = files_of(dir.path()).into_keys().collect();
+    assert!(left.iter().all(|f| f.ends_with(".db")), "{left:?}");
+}
+
+// ----- issue 29: one process measures a run -------------------------------
+
+/// A process that lives until killed, as a run's owner, and its identity.
+fn live_other() -> (std::process::Child, Owner) {
+    let child = Command::new("sleep").arg("60").spawn().unwrap();
+    let me = Owner::this_process();
+    let pid = child.id();
+    // Its start time, once /proc shows it.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    let start: u64 = rest.split_whitespace().nth(19).unwrap().parse().unwrap();
+    let other = Owner {
+        pid,
+        host: Some("otherbox".into()),
+        start_ticks: Some(start),
+        ..me
+    };
+    (child, other)
+}
+
+fn owner_pid(store: &Store, run: i64) -> Option<u32> {
+    use rusqlite::OptionalExtension;
+    store
+        .conn
+        .query_row("SELECT pid FROM run_owners WHERE run_id = ?1", [run], |r| {
+            r.get(0)
+        })
+        .optional()
+        .unwrap()
+}
+
+#[test]
+fn a_run_another_live_process_measures_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, _) = store_with_point(dir.path());
+    // Recorded by this process: its own until it finishes.
+    assert_eq!(owner_pid(&store, run), Some(std::process::id()));
+    store.claim_run(run, &Owner::this_process()).unwrap();
+
+    let (mut child, other) = live_other();
+    let e = store.claim_run(run, &other).unwrap_err();
+    assert!(matches!(e, StoreError::RunOwned { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "--db {}: run {run} is being measured by pid {} on host ",
+            store.path().display(),
+            std::process::id()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("wait for it to end"), "{text}");
+    assert_eq!(owner_pid(&store, run), Some(std::process::id()));
+
+    // The other way round: the other process owns it, this one asks.
+    store.own_run(run, &other).unwrap();
+    let e = store.resume_run(run).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "being measured by pid {} on host otherbox",
+            other.pid
+        )),
+        "{e}"
+    );
+    // Once it is gone (killed, reaped), its run is taken over.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    store.set_run_status(run, RunStatus::Interrupted).unwrap();
+    store.resume_run(run).unwrap();
+    assert_eq!(owner_pid(&store, run), Some(std::process::id()));
+    assert_eq!(store.run(run).unwrap().status, RunStatus::Running);
+
+    // Finished: nobody's, and complete runs are not resumed.
+    store.finish_run(run, RunStatus::Complete).unwrap();
+    assert_eq!(owner_pid(&store, run), None);
+    let e = store.resume_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::RunComplete { .. }), "{e:?}");
+}
+
+#[test]
+fn an_owner_on_a_host_that_cannot_be_seen_is_refused_and_a_restarted_hosts_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, _) = store_with_point(dir.path());
+    let me = Owner::this_process();
+    let far = Owner {
+        pid: 4242,
+        host: Some("far".into()),
+        boot_id: Some("another-boot".into()),
+        pid_ns: Some("pid:[1]".into()),
+        start_ticks: Some(1),
+    };
+    store.own_run(run, &far).unwrap();
+    let e = store.claim_run(run, &me).unwrap_err().to_string();
+    assert!(e.contains("pid 4242 on host far"), "{e}");
+    assert!(e.contains("cannot be seen from here"), "{e}");
+    // This host's name, another boot: it has restarted since.
+    let before_boot = Owner {
+        host: me.host.clone(),
+        ..far
+    };
+    store.own_run(run, &before_boot).unwrap();
+    store.claim_run(run, &me).unwrap();
+    assert_eq!(owner_pid(&store, run), Some(me.pid));
+}
+
+/// Two processes resuming one run at once (two connections, two
+/// identities, both alive): exactly one gets it.
+#[test]
+fn of_two_resumers_racing_exactly_one_claims_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, _) = store_with_point(dir.path());
+    let path = store.path().to_path_buf();
+    store.finish_run(run, RunStatus::Interrupted).unwrap();
+    drop(store);
+    let (mut child, other) = live_other();
+    for _ in 0..20 {
+        let first = Store::open(&path).unwrap();
+        first.set_run_status(run, RunStatus::Interrupted).unwrap();
+        first.conn.execute("DELETE FROM run_owners", []).unwrap();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let claims: Vec<_> = [Owner::this_process(), other.clone()]
+            .into_iter()
+            .map(|who| {
+                let (path, barrier) = (path.clone(), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    let s = Store::open(&path).unwrap();
+                    barrier.wait();
+                    s.claim_run(run, &who).map(|_| who.pid)
+                })
+            })
+            .collect();
+        let results: Vec<_> = claims.into_iter().map(|t| t.join().unwrap()).collect();
+        let won: Vec<u32> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().copied())
+            .collect();
+        assert_eq!(won.len(), 1, "{results:?}");
+        for r in &results {
+            if let Err(e) = r {
+                assert!(matches!(e, StoreError::RunOwned { .. }), "{e:?}");
+            }
+        }
+        assert_eq!(owner_pid(&first, run), Some(won[0]));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_merge_does_not_copy_who_measures_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run, _) = store_with_point(dir.path());
+    assert_eq!(owner_pid(&store, run), Some(std::process::id()));
+    let out = dir.path().join("out.db");
+    Store::merge(&[store.path()], &out).unwrap();
+    let merged = Store::open(&out).unwrap();
+    assert_eq!(merged.runs().unwrap().len(), 1);
+    assert_eq!(owner_pid(&merged, 1), None);
+}
+
+/// A reader polling for a store two runs are creating sees no store, then
+/// the whole store: never a half-made one (which it would refuse as empty).
+/// The two creators share one store; no temporary file is left.
+#[test]
+fn a_new_store_appears_whole_to_a_reader_and_two_creators_share_it() {
+    for round in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("smtlab.db");
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                loop {
+                    match Store::open_read_only(&path) {
+                        Err(StoreError::Missing { .. }) => {}
+                        Ok(s) => return s.store_id().unwrap(),
+                        Err(e) => panic!("round {round}: {e}"),
+                    }
+                    assert!(start.elapsed().as_secs() < 20, "never created");
+                }
+            })
+        };
+        let creators: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let s = Store::open(&path).unwrap();
+                    s.create_run(&new_run()).unwrap();
+                    s.store_id().unwrap()
+                })
+            })
+            .collect();
+        let ids: Vec<String> = creators.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(ids[0], ids[1], "one store");
+        assert_eq!(reader.join().unwrap(), ids[0]);
+        assert_eq!(Store::open(&path).unwrap().runs().unwrap().len(), 2);
+        assert_eq!(
+            files_of(dir.path()).keys().collect::<Vec<_>>(),
+            ["smtlab.db"]
+        );
+    }
+}

@@ -656,7 +656,7 @@ fn refusals_name_the_file_and_write_nothing() {
     let out = db(d, "fleet.db");
     for (bad, why) in [
         (&text, "not an smtlab database"),
-        (&empty, "not an smtlab database (it is empty)"),
+        (&empty, "not an smtlab database (it is empty: 0 bytes)"),
         (&other, "it holds other tables: recipes"),
         (&newer, "schema version"),
         (&missing, "no such file"),

@@ -3,10 +3,11 @@
 //! /shared/{host}.db -o /shared/reports/{host}`):
 //!
 //! * `{host}`: this host's name (`smtlab_store::host_name`: the kernel's,
-//!   or `SMTLAB_HOSTNAME`), with every character other than an ASCII
-//!   letter, digit, `.`, `_` or `-` replaced by `_`, so a name can never
-//!   reach another directory (`/`) or hold a byte a shell would mangle; a
-//!   name that is then `.` or `..` is refused;
+//!   or `SMTLAB_HOSTNAME`; one that holds a control or invisible
+//!   formatting character is refused there), as one path component
+//!   ([`host_in_path`]): letters and digits of any script, `.`, `_` and
+//!   `-` as they are, every other character percent-encoded (`a/b c` is
+//!   `a%2Fb%20c`); a name `.` or `..` is refused;
 //! * `{rank}`: the rank a launcher gave this process (Open MPI, Slurm,
 //!   PMI: `smtlab_dsm::launcher_from_env`); refused without a launcher.
 //!
@@ -27,7 +28,7 @@ const KNOWN: &str = "{host}, {rank}";
 pub fn expand(
     flag: &str,
     template: &str,
-    host: impl FnOnce() -> Option<String>,
+    host: impl FnOnce() -> Result<Option<String>, String>,
     rank: impl FnOnce() -> Result<Option<usize>, String>,
 ) -> Result<PathBuf, String> {
     let at_fault = |why: String| format!("{flag} {template}: {why}");
@@ -53,7 +54,10 @@ pub fn expand(
         let value = match word {
             "host" => {
                 if host_value.is_none() {
-                    let read = host.take().and_then(|f| f());
+                    let read = host
+                        .take()
+                        .map_or(Ok(None), |f| f())
+                        .map_err(|e| at_fault(format!("{{host}}: {e}")))?;
                     host_value = Some(host_in_path(read).map_err(at_fault)?);
                 }
                 host_value.clone().unwrap_or_default()
@@ -92,31 +96,52 @@ pub fn expand(
     Ok(PathBuf::from(out))
 }
 
-/// A host name as one path component (see the module's documentation).
+/// A host name as one path component, by one rule that keeps every name
+/// apart and every file inside its directory: letters and digits of any
+/// script (`char::is_alphanumeric`), `.`, `_` and `-` are kept, so `nœud-1`
+/// and `東京` read as themselves; every other character is written as `%`
+/// and two hex digits per byte of its UTF-8 (`%` itself as `%25`). This is
+/// percent-encoding, which can be undone, so two host names never share a
+/// file (replacing characters with `_` made `a b`, `a/b` and `a_b` one
+/// file); `/` and NUL never reach the path, nor a space, a quote or a
+/// glob character a shell would act on. Names `.` and `..` are refused:
+/// they would name a directory. Left alone: file systems that fold case
+/// (a host `Alpha` and a host `alpha` are one file there, as they are one
+/// host to DNS).
 fn host_in_path(name: Option<String>) -> Result<String, String> {
     let name = name.ok_or_else(|| {
         "{host}: this host's name could not be read (/proc/sys/kernel/hostname); set \
          SMTLAB_HOSTNAME"
             .to_string()
     })?;
-    let safe = smtlab_dsm::path_component(&name);
-    if safe == "." || safe == ".." {
+    if name == "." || name == ".." {
         return Err(format!(
             "{{host}}: the host name `{name}` cannot name a file"
         ));
     }
-    Ok(safe)
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn host(name: &'static str) -> impl FnOnce() -> Option<String> {
-        move || Some(name.to_string())
+    fn host(name: &'static str) -> impl FnOnce() -> Result<Option<String>, String> {
+        move || Ok(Some(name.to_string()))
     }
 
-    fn no_host() -> impl FnOnce() -> Option<String> {
+    fn no_host() -> impl FnOnce() -> Result<Option<String>, String> {
         || panic!("the host name is read only for {{host}}")
     }
 
@@ -190,7 +215,7 @@ mod tests {
     #[test]
     fn host_names_stay_one_path_component() {
         let p = expand("--db", "d/{host}.db", host("a/b c"), no_rank()).unwrap();
-        assert_eq!(p, PathBuf::from("d/a_b_c.db"));
+        assert_eq!(p, PathBuf::from("d/a%2Fb%20c.db"));
         let p = expand("--db", "d/{host}.db", host("node-1.example_x"), no_rank()).unwrap();
         assert_eq!(p, PathBuf::from("d/node-1.example_x.db"));
         let e = expand("--db", "d/{host}/x.db", host(".."), no_rank()).unwrap_err();
@@ -198,7 +223,42 @@ mod tests {
             e,
             "--db d/{host}/x.db: {host}: the host name `..` cannot name a file"
         );
-        let e = expand("--db", "{host}.db", || None, no_rank()).unwrap_err();
+        let e = expand("--db", "{host}.db", || Ok(None), no_rank()).unwrap_err();
         assert!(e.contains("set SMTLAB_HOSTNAME"), "{e}");
+        // A name the store refuses is refused here, naming where it came from.
+        let e = expand(
+            "--db",
+            "{host}.db",
+            || Err("SMTLAB_HOSTNAME \"a\\u{000A}b\": ...".into()),
+            no_rank(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "--db {host}.db: {host}: SMTLAB_HOSTNAME \"a\\u{000A}b\": ..."
+        );
+    }
+
+    #[test]
+    fn host_names_keep_their_letters_and_never_share_a_file() {
+        let file = |name: &'static str| {
+            expand("--db", "{host}.db", host(name), no_rank())
+                .unwrap()
+                .display()
+                .to_string()
+        };
+        assert_eq!(file("nœud-東京"), "nœud-東京.db");
+        assert_eq!(file("Ωmega_2"), "Ωmega_2.db");
+        assert_eq!(file("100%"), "100%25.db");
+        assert_eq!(file("é"), "é.db");
+        // The names `_` made one file: each its own now.
+        let names = [
+            "a b", "a/b", "a_b", "a%20b", "a%2Fb", "a:b", "a*b", "a\\b", "a~b", "a'b", "a\"b",
+        ];
+        let files: std::collections::BTreeSet<String> = names.iter().map(|n| file(n)).collect();
+        assert_eq!(files.len(), names.len(), "{files:?}");
+        for f in &files {
+            assert!(!f.contains('/') && !f.contains(' '), "{f}");
+        }
     }
 }

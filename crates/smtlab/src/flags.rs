@@ -302,8 +302,17 @@ pub fn report_dir(text: &str) -> Result<std::path::PathBuf, BadValue> {
     placeholders("-o", text)
 }
 
+/// A store named by another flag or argument than `--db` (`merge`'s
+/// inputs and `-o`): its `{host}` and `{rank}` filled in as `--db`'s are.
+pub fn store_path(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<std::path::PathBuf, BadValue> + Clone {
+    move |text: &str| placeholders(flag, text)
+}
+
 fn placeholders(flag: &str, text: &str) -> Result<std::path::PathBuf, BadValue> {
-    crate::db_path::expand(flag, text, smtlab_store::host_name, || {
+    let host = || smtlab_store::host_name().map_err(|e| e.to_string());
+    crate::db_path::expand(flag, text, host, || {
         smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok()).map(|l| l.map(|l| l.rank))
     })
     .map_err(bad)

@@ -434,7 +434,8 @@ fn placeholders_without_a_value_or_a_meaning_are_refused() {
         &["runs", "--db", &typo],
         "unknown placeholder {hots}; --db knows {host}, {rank}",
     );
-    // A host name that would climb out of the directory is one file name.
+    // A host name that would climb out of the directory is one file name
+    // (its `/` percent-encoded).
     let host = dir.path().join("{host}.db").display().to_string();
     let out = alone()
         .env("SMTLAB_HOSTNAME", "../up")
@@ -443,5 +444,5 @@ fn placeholders_without_a_value_or_a_meaning_are_refused() {
         .output()
         .unwrap();
     assert_success(&out, "run as host ../up");
-    assert!(dir.path().join(".._up.db").exists());
+    assert!(dir.path().join("..%2Fup.db").exists());
 }

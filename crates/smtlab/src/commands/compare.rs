@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use smtlab_analyse::analysis::verdict::ON_THIS_MACHINE;
 use smtlab_analyse::compare::{compare_hosts, compare_runs, HostComparison, HostRun, Ratio};
-use smtlab_analyse::fleet::{host_or_unknown, latest_per_host};
+use smtlab_analyse::fleet::{
+    host_or_unknown, hosts_without_result, latest_per_host, HostWithoutResult,
+};
 use smtlab_analyse::host_facts::{compare_facts, FactComparison};
 use smtlab_analyse::summary::{run_data, RunData};
 use smtlab_store::{RunRecord, Store};
@@ -204,10 +206,14 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
 fn by_host(a: &CompareArgs) -> anyhow::Result<i32> {
     let store = Store::open_read_only(&a.db).map_err(usage)?;
     let mut records: Vec<RunRecord> = Vec::new();
+    // Hosts whose runs all failed, said with why rather than left out.
+    let mut without: Vec<HostWithoutResult> = Vec::new();
     if a.runs.is_empty() {
-        for (_, id) in latest_per_host(&store.runs()?) {
+        let runs = store.runs()?;
+        for (_, id) in latest_per_host(&runs) {
             records.push(store.run(id)?);
         }
+        without = hosts_without_result(&store, &runs)?;
     } else {
         for r in &a.runs {
             let id = resolve_run(&store, *r, &a.db, "RUN")?;
@@ -223,13 +229,25 @@ fn by_host(a: &CompareArgs) -> anyhow::Result<i32> {
         }
     }
     if records.len() < 2 {
-        let held = match records.first() {
-            Some(r) => format!("runs of one host only ({})", host_of(r)),
-            None => "no run with a result".into(),
+        // The hosts that are there but have nothing to compare say why;
+        // with none, the way to bring other hosts.
+        let (held, rest) = match (records.first(), without.is_empty()) {
+            (Some(r), true) => (
+                format!("runs of one host only ({})", host_of(r)),
+                MERGE_FIRST.to_string(),
+            ),
+            (Some(r), false) => (
+                format!("runs with a result of one host only ({})", host_of(r)),
+                format!(", and {}", without_sentence(&without)),
+            ),
+            (None, true) => ("no run with a result".into(), MERGE_FIRST.to_string()),
+            (None, false) => (
+                "no run with a result".into(),
+                format!(": {}", without_sentence(&without)),
+            ),
         };
         return Err(usage(format!(
-            "--by host: {} holds {held}; merge the stores of the other hosts into one first \
-             (smtlab merge A.db B.db -o fleet.db)",
+            "--by host: {} holds {held}{rest}",
             a.db.display()
         )));
     }
@@ -249,12 +267,37 @@ fn by_host(a: &CompareArgs) -> anyhow::Result<i32> {
         .collect();
     let cmp = compare_hosts(&runs, records[0].seed);
     if a.json {
-        let doc = serde_json::json!({ "schema": "smtlab.compare.hosts/1", "comparison": cmp });
+        let doc = serde_json::json!({
+            "schema": "smtlab.compare.hosts/1",
+            "comparison": cmp,
+            "without_result": without,
+        });
         output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
         return Ok(0);
     }
-    output::print(&render_hosts(&cmp))?;
+    let mut s = render_hosts(&cmp);
+    for w in &without {
+        s.push_str(&format!(
+            "{}: no run with a result, not compared: {}\n",
+            w.host, w.why
+        ));
+    }
+    output::print(&s)?;
     Ok(0)
+}
+
+/// How to compare hosts whose runs are in other stores.
+const MERGE_FIRST: &str =
+    "; merge the stores of the other hosts into one first (smtlab merge A.db B.db -o fleet.db)";
+
+/// `host beta has no run with a result (run 2 (complete): ...)`, for each
+/// host of `without`.
+fn without_sentence(without: &[HostWithoutResult]) -> String {
+    without
+        .iter()
+        .map(|w| format!("host {} has no run with a result ({})", w.host, w.why))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// `1.003 [0.991, 1.012]`, the CI when there is one.

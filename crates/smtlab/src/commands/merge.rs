@@ -9,6 +9,7 @@ use clap::Args;
 use smtlab_store::{MergeSummary, Store};
 
 use crate::exit::usage;
+use crate::flags;
 use crate::output::{self, plural};
 
 #[derive(Args, Debug)]
@@ -17,15 +18,22 @@ use crate::output::{self, plural};
 only what it measured since (a run merged while it was still running gets its new samples), and \
 a run reaches the output once however many merged stores bring it. Every input is checked \
 before anything is written: a missing file, the output itself, a file that is not an smtlab \
-store, or one of a newer schema is refused (exit 2) and nothing is written. Safe while a run \
-writes to the output: it waits for the merge as for another run's sample."
+store (an empty file), one of a newer schema or with damaged pages is refused (exit 2) and \
+nothing is written. The inputs are only read: each file and its directory stay as they were. A \
+new output appears only whole. Safe while a run writes to the output: it waits for the merge as \
+for another run's sample."
 )]
 pub struct MergeArgs {
-    /// The stores to merge (made by `run`, `study` or `merge`)
-    #[arg(value_name = "STORE", required = true)]
+    /// The stores to merge (made by `run`, `study` or `merge`); {host} and
+    /// {rank} in them are this host's name and the launcher's rank, as in
+    /// --db
+    #[arg(value_name = "STORE", required = true, value_parser = flags::store_path("STORE"))]
     pub inputs: Vec<PathBuf>,
-    /// The store to merge into; created if missing
-    #[arg(short = 'o', long = "output", value_name = "PATH", required = true)]
+    /// The store to merge into; created if missing. {host} and {rank} as in
+    /// --db (`srun smtlab merge /tmp/{host}.db -o /shared/{host}.db`: each
+    /// host's store from its local disk to a shared directory)
+    #[arg(short = 'o', long = "output", value_name = "PATH", required = true,
+          value_parser = flags::store_path("-o"))]
     pub output: PathBuf,
     /// Print JSON
     #[arg(long)]

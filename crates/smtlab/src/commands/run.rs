@@ -13,7 +13,7 @@ use smtlab_execute::SampleContext;
 use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
 use smtlab_plan::allocator::{Allocator, Preloads};
-use smtlab_store::{collect_host_facts, HostFacts, NewRun, RunStatus, Store};
+use smtlab_store::{collect_host_facts, HostFacts, NewRun, RunStatus, Store, StoreError};
 use smtlab_types::{Comm, Mode, Model, Point, Program, RunSpec, SampleStatus, SharedHost, Spawn};
 
 use super::program_args::ProgramArgs;
@@ -279,8 +279,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             {
                 crate::flags::loadable(p).map_err(|e| usage(format!("--alloc {name}: {e}")))?;
             }
-            // Only now, every check passed, is the run running again.
-            store.set_run_status(id, RunStatus::Running)?;
+            // Only now, every check passed, is the run running again, and
+            // this process's alone: refused while another measures it.
+            store.resume_run(id).map_err(|e| match e {
+                StoreError::RunOwned { .. } | StoreError::RunComplete { .. } => usage(e),
+                other => other.into(),
+            })?;
             // The samples still to come share the host: say so in the
             // run's facts, as a new run would.
             if let Some(s) = &shared {
@@ -368,7 +372,6 @@ fn create_run_with(
     shared: Option<SharedHost>,
     started_at: Option<f64>,
 ) -> anyhow::Result<NewlyStored> {
-    let store = Store::open(db).map_err(usage)?;
     let topo_json = serde_json::to_value(topo)?;
     let new = NewRun {
         command_line: std::env::args().collect(),
@@ -380,9 +383,13 @@ fn create_run_with(
             shared_host: shared,
             emulated: smtlab_topology::emulated_cpu(std::path::Path::new("/")),
             ..collect_host_facts(topo_json, topo.smt_active(), topo.cpu_model.clone())
+                .map_err(usage)?
         },
         started_at,
     };
+    // After the host facts, which refuse a host name that cannot be shown:
+    // a refused run makes no store.
+    let store = Store::open(db).map_err(usage)?;
     let run_id = store.create_run(&new)?;
     let mut stored = Vec::new();
     for p in points {

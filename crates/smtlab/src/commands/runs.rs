@@ -52,8 +52,12 @@ pub fn run(a: RunsArgs) -> anyhow::Result<i32> {
     }
     let mut s = String::new();
     // A merged store holds the runs of many hosts: each run's host, as
-    // wide as the longest name.
-    let host = |r: &smtlab_store::RunSummary| r.hostname.clone().unwrap_or_else(|| "?".into());
+    // wide as the longest name, on its row (a name stored before names
+    // were checked may hold a line break: escaped).
+    let host = |r: &smtlab_store::RunSummary| match &r.hostname {
+        Some(h) => smtlab_store::printable(h).into_owned(),
+        None => "?".into(),
+    };
     let width = runs
         .iter()
         .map(|r| host(r).chars().count())

@@ -71,7 +71,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let h = serde_json::to_value(&rec.host)?;
     let field = |k: &str| match &h[k] {
         serde_json::Value::Null => "?".to_string(),
-        serde_json::Value::String(v) => v.clone(),
+        // On this one line whatever was stored (a host name from before
+        // names were checked may hold a line break).
+        serde_json::Value::String(v) => smtlab_store::printable(v).into_owned(),
         v => v.to_string(),
     };
     writeln!(
