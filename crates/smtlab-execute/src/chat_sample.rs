@@ -38,6 +38,7 @@ use smtlab_types::{CounterValue, Point, Sample, SampleStatus};
 
 use crate::context::SampleContext;
 use crate::server::{self, Running};
+use crate::watchdog::WatchedDir;
 
 /// The chat servers `-w` names.
 pub const CHAT_SERVERS: [&str; 2] = ["chat", "ngircd"];
@@ -380,9 +381,7 @@ fn start(
         }
     } else {
         let exe = ngircd::find().ok_or_else(|| anyhow::anyhow!(ngircd::missing_reason()))?;
-        let d = tempfile::Builder::new()
-            .prefix("smtlab-ngircd-")
-            .tempdir()
+        let d = WatchedDir::new(&ctx.exe, "smtlab-ngircd-")
             .context("a directory for ngircd's configuration")?;
         // ngircd cannot listen on port 0: take a free port now (a race with
         // another program is possible but rare; the sample then fails
@@ -405,7 +404,8 @@ fn start(
 }
 
 /// Why a sample failed, if it did: the server crashed or exited with an
-/// error, or a message was lost, doubled or reordered (a wrong result).
+/// error, or a message was lost, doubled or reordered (a wrong result),
+/// or none was delivered.
 fn judge(
     server: &str,
     end: Option<ChildEnd>,
@@ -440,30 +440,7 @@ fn judge(
             ))
         }
     }
-    if r.lost + r.duplicates + r.out_of_order > 0 {
-        let closed: Vec<String> = r
-            .closed_reasons
-            .iter()
-            .map(|(k, v)| format!("{v} x {k}"))
-            .collect();
-        return Some((
-            SampleStatus::Failed,
-            format!(
-                "of {} expected deliveries {} were lost, {} doubled, {} out of order: a wrong \
-                 result{}",
-                r.expected_deliveries,
-                r.lost,
-                r.duplicates,
-                r.out_of_order,
-                if closed.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (connections closed by the server: {})", closed.join(", "))
-                }
-            ),
-        ));
-    }
-    None
+    r.failure().map(|why| (SampleStatus::Failed, why))
 }
 
 /// The metric (messages delivered per second), the per-message and

@@ -26,7 +26,10 @@
 //! and re-exports.
 //!
 //! Every child started here dies with smtlab (PDEATHSIG) and is reaped
-//! before a sample returns, whatever happened to it.
+//! before a sample returns, whatever happened to it. A server's processes
+//! and its directory are also named to the [`watchdog`], which kills and
+//! removes them if smtlab itself is killed (PDEATHSIG does not reach
+//! nginx's workers, nor ngircd once it switched users).
 
 mod assemble;
 pub mod builtin;
@@ -42,6 +45,7 @@ pub mod preload_check;
 pub mod protocol;
 pub mod server;
 pub mod servers;
+pub mod watchdog;
 pub mod worker;
 
 pub use context::SampleContext;

@@ -11,8 +11,12 @@
 //! accepts connections before its workers exist), loaded for the window,
 //! stopped with SIGTERM (both stop cleanly on it: `web` prints its stats line) and
 //! reaped; `wait4` gives the CPU time and context switches of the server
-//! and every worker it reaped. Per request: server CPU µs, user and system
-//! apart, and context switches, over the requests answered in the window.
+//! and every worker it reaped. Its process group (and nginx's directory)
+//! is named to the [`watchdog`](crate::watchdog) from its gate to its
+//! reaping, so that a SIGKILL of smtlab leaves neither behind (nginx's
+//! workers do not get smtlab's PDEATHSIG). Per request: server CPU µs,
+//! user and system apart, and context switches, over the requests answered
+//! in the window (the metric: successful requests per second).
 //! They include the server's start and stop (a few milliseconds against a
 //! window of seconds), said so in the docs.
 //!
@@ -48,6 +52,7 @@ use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
 use crate::outcome::Outcome;
+use crate::watchdog::{WatchedDir, WatchedGroup};
 
 /// The servers this file measures (the chat servers are `chat_sample`'s).
 pub const WEB_SERVERS: [&str; 2] = ["web", "nginx"];
@@ -245,7 +250,11 @@ pub(crate) struct Running {
     /// nginx, ngircd: its address (it cannot report a port the kernel
     /// chose, so smtlab chose one) and its own directory (configuration,
     /// pid, logs), removed on drop.
-    pub fixed: Option<(SocketAddr, tempfile::TempDir)>,
+    pub fixed: Option<(SocketAddr, WatchedDir)>,
+    /// Its process group, named to the watchdog (killed if smtlab is
+    /// killed) until dropped, after the server was stopped and reaped:
+    /// held for its drop.
+    pub _group: Option<WatchedGroup>,
 }
 
 impl Running {
@@ -438,9 +447,7 @@ fn start(
         }
         _ => {
             let exe = nginx::find().ok_or_else(|| anyhow::anyhow!(nginx::missing_reason()))?;
-            let d = tempfile::Builder::new()
-                .prefix("smtlab-nginx-")
-                .tempdir()
+            let d = WatchedDir::new(&ctx.exe, "smtlab-nginx-")
                 .context("a directory for nginx's configuration")?;
             // nginx cannot report a port the kernel chose: take a free one
             // now (a race with another program is possible but rare; the
@@ -478,7 +485,7 @@ pub(crate) fn spawn(
     server: &str,
     ctx: &SampleContext,
     plan: Option<&CounterPlan>,
-    fixed: Option<(SocketAddr, tempfile::TempDir)>,
+    fixed: Option<(SocketAddr, WatchedDir)>,
 ) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -500,6 +507,17 @@ pub(crate) fn spawn(
         .with_context(|| format!("cannot start the {server} server"))?;
     drop((gate_r, ready_w));
     let pid = child.id() as i32;
+    // Named before the gate opens: until then the child is `smtlab
+    // __gate`, which PDEATHSIG kills with smtlab; from the exec on, the
+    // server (and whatever it forks) is the watchdog's if smtlab is killed.
+    let group = match WatchedGroup::new(&ctx.exe, pid) {
+        Ok(g) => g,
+        Err(e) => {
+            sys::kill(pid, Signal::SIGKILL);
+            let _ = sys::wait4(pid);
+            bail!("cannot start the {server} server: {e}");
+        }
+    };
     let out = child.stdout.take().expect("piped");
     let err = child.stderr.take().expect("piped");
     // From here on the child is reaped whatever happens: the waiter owns it.
@@ -546,6 +564,7 @@ pub(crate) fn spawn(
         stdout,
         stderr,
         fixed,
+        _group: Some(group),
     };
     let counters = plan.map(|pl| ThreadCounters::open_for_process(pid, pl));
     gate.wait_ready();
@@ -775,58 +794,7 @@ fn judge(
             ))
         }
     }
-    if let Some(n) = report.errors.get("body").filter(|n| **n > 0) {
-        return Some((
-            SampleStatus::Failed,
-            format!("{n} response bodies differed from the files served: a wrong result"),
-        ));
-    }
-    if report.ok == 0 {
-        return Some((SampleStatus::Failed, nothing_answered(report)));
-    }
-    None
-}
-
-/// Why a window without a successful answer failed: what was sent, what
-/// was answered (unsuccessfully), what was still waiting at its end, and
-/// the errors, so "no success" and "no error" are never both said alone.
-fn nothing_answered(report: &LoadReport) -> String {
-    let errors: Vec<String> = report
-        .errors
-        .iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    let errors = if errors.is_empty() {
-        "none".to_string()
-    } else {
-        errors.join(", ")
-    };
-    let (what, answered) = if report.requests == 0 {
-        ("no request answered", String::new())
-    } else {
-        (
-            "no request answered successfully",
-            format!(", {} answered", report.requests),
-        )
-    };
-    let nothing = report.requests == 0 && report.errors.is_empty();
-    // A closed loop sends as soon as its window starts: nothing sent means
-    // its threads first ran after the window (an overloaded machine).
-    let idle = if nothing && report.sent == 0 {
-        " (the load generator's threads did not run in it)"
-    } else {
-        ""
-    };
-    let silent = if nothing && report.in_flight_at_end > 0 {
-        " (the server was not answering)"
-    } else {
-        ""
-    };
-    format!(
-        "{what} in the {} s window: {} sent{idle}{answered}, {} still waiting at its \
-         end{silent}, errors: {errors}",
-        report.seconds, report.sent, report.in_flight_at_end,
-    )
+    report.failure().map(|why| (SampleStatus::Failed, why))
 }
 
 /// CPI and the paper's counters per operation (`unit`: `req`, `msg`), user
@@ -1094,7 +1062,8 @@ mod tests {
                 ended,
                 stdout,
                 stderr: std::thread::spawn(String::new),
-                fixed: Some((addr, tempfile::tempdir().unwrap())),
+                fixed: Some((addr, WatchedDir::unwatched("smtlab-test-").unwrap())),
+                _group: None,
             },
             ended: etx,
         }

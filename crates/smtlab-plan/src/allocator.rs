@@ -100,6 +100,8 @@ pub enum AllocatorError {
     },
     #[error("allocator {0}: no such file")]
     NoSuchFile(PathBuf),
+    #[error("allocator {}: {what}, not a shared object (.so) file", path.display())]
+    NotAFile { path: PathBuf, what: &'static str },
     #[error(
         "allocator smtalloc: {SMTALLOC_FILE} not found next to smtlab ({searched}); build it with \
          cargo build --release -p smtalloc-preload (or without --release for a debug smtlab)"
@@ -238,7 +240,15 @@ pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<Preload>
                 library: abs,
                 env: Vec::new(),
             })),
-            _ => Err(AllocatorError::NoSuchFile(p.to_path_buf())),
+            Ok(abs) => Err(AllocatorError::NotAFile {
+                path: p.to_path_buf(),
+                what: if abs.is_dir() {
+                    "a directory"
+                } else {
+                    "a special file"
+                },
+            }),
+            Err(_) => Err(AllocatorError::NoSuchFile(p.to_path_buf())),
         };
     }
     let info =
@@ -327,6 +337,15 @@ mod tests {
             find_allocator_in("/nonexistent/libx.so", &[]),
             Err(AllocatorError::NoSuchFile(_))
         ));
+        // A directory is said to be one, not missing.
+        let e = find_allocator_in(tmp.to_str().unwrap(), &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "allocator {}: a directory, not a shared object (.so) file",
+                tmp.display()
+            )
+        );
         fs::remove_dir_all(&tmp).unwrap();
     }
 }

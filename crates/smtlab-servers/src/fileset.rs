@@ -119,10 +119,15 @@ impl FileSet {
             return Ok(());
         }
         let mut buf = Vec::new();
+        let mut last_dir = None;
         for f in &self.files {
             let p = root.join(f.path.trim_start_matches('/'));
             if let Some(dir) = p.parent() {
                 fs::create_dir_all(dir)?;
+                if last_dir.as_deref() != Some(dir) {
+                    remove_dead_asides(dir);
+                    last_dir = Some(dir.to_path_buf());
+                }
             }
             buf.resize(f.size as usize, 0);
             fill(content_key(&f.path), 0, &mut buf);
@@ -136,6 +141,29 @@ impl FileSet {
             fs::rename(&aside, &p)?;
         }
         fs::write(marker, want)
+    }
+}
+
+/// Remove the files a writer killed while it wrote this directory left
+/// aside (`classC_K.tmp-PID`, its process gone): nothing else would, since
+/// the next writer's asides carry its own pid. A writer still alive (in
+/// this pid namespace) keeps its own.
+fn remove_dead_asides(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.rsplit_once(".tmp-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(e.path());
+        }
     }
 }
 
@@ -536,6 +564,21 @@ mod tests {
         fs::remove_file(dir.path().join(MARKER)).unwrap();
         set.write_to(dir.path()).unwrap();
         assert_eq!(fs::read(&p).unwrap().len(), 102);
+    }
+
+    #[test]
+    fn a_killed_writers_half_written_file_is_removed_by_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("dir00000");
+        fs::create_dir_all(&d).unwrap();
+        // Past any pid_max: that writer is gone. Pid 1 is alive.
+        let dead = d.join("class1_3.tmp-4294967295");
+        let alive = d.join("class1_4.tmp-1");
+        fs::write(&dead, b"half").unwrap();
+        fs::write(&alive, b"half").unwrap();
+        FileSet::with_dirs(1).unwrap().write_to(dir.path()).unwrap();
+        assert!(!dead.exists());
+        assert!(alive.exists());
     }
 
     #[test]

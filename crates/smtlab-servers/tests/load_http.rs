@@ -295,6 +295,41 @@ fn server_errors_are_counted_by_kind() {
 }
 
 #[test]
+fn the_rate_counts_successful_requests_only_and_none_is_a_failure() {
+    // Every request a 404: many answers, no success, no rate (issue 29:
+    // `requests/s 13286` with `0 ok`).
+    let server = TestServer::start(Faults::default());
+    let r = load::run(&config(&server, Urls::List(vec!["/nope".into()]))).unwrap();
+    assert!(r.requests > 20, "{r:?}");
+    assert_eq!(r.ok, 0, "{r:?}");
+    assert_eq!(r.requests_per_s, 0.0, "{r:?}");
+    let why = r.failure().unwrap();
+    assert!(
+        why.starts_with("no request answered successfully in the 0.8 s window")
+            && why.contains(&format!("status_4xx {}", r.requests)),
+        "{why}"
+    );
+    // Half of them 404: the rate is the other half's.
+    let list = vec!["/dir00000/class0_0".to_string(), "/missing".to_string()];
+    let r = load::run(&config(&server, Urls::List(list))).unwrap();
+    assert!(r.ok > 10 && r.ok < r.requests, "{r:?}");
+    assert!((r.requests_per_s - r.ok as f64 / 0.8).abs() < 1e-6, "{r:?}");
+    assert_eq!(r.failure(), None);
+    drop(server);
+    // A wrong body is a wrong result, whatever else succeeded.
+    let server = TestServer::start(Faults {
+        wrong_byte_every: 4,
+        ..Faults::default()
+    });
+    let r = load::run(&config(&server, mix())).unwrap();
+    assert!(r.ok > 0, "{r:?}");
+    assert!(r
+        .failure()
+        .unwrap()
+        .contains("differed from the files served"));
+}
+
+#[test]
 fn a_request_past_the_timeout_is_a_timeout_and_its_connection_replaced() {
     let server = TestServer::start(Faults {
         stall_every: 20,

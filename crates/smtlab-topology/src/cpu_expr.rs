@@ -473,8 +473,10 @@ impl Parser<'_> {
             (1, 1)
         };
         if count > list.len() {
+            // The count as typed: one past usize was read as usize::MAX.
+            let asked = fields.get(2).map_or(count.to_string(), |f| f.to_string());
             return Err(self.syntax(format!(
-                "`{part}` asks for {count} PUs but domain {} has {} usable PUs",
+                "`{part}` asks for {asked} PUs but domain {} has {} usable PUs",
                 dom.tag,
                 list.len()
             )));
@@ -714,6 +716,17 @@ mod tests {
         assert!(e.contains("no C domains"), "{e}");
         let e = err("N1:0", &t);
         assert!(e.contains("`N1`"), "{e}");
+    }
+
+    #[test]
+    fn a_count_past_usize_is_said_as_typed() {
+        let t = syn("package:1 core:2 pu:1");
+        let e = err("E:N:99999999999999999999", &t);
+        assert!(
+            e.ends_with("asks for 99999999999999999999 PUs but domain N has 2 usable PUs"),
+            "{e}"
+        );
+        assert!(!e.contains("18446744073709551615"), "{e}");
     }
 
     #[test]

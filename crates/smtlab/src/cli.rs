@@ -1,6 +1,6 @@
 //! Command-line definitions (clap) and dispatch.
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands;
 
@@ -20,7 +20,9 @@ use crate::commands;
     after_long_help = "Exit status: 0 on success; 1 when the tool or the machine failed (the \
                        error chain is printed); 2 for a usage error (one line naming the flag, \
                        file or value at fault); 3 when a run or study ended but a point has no \
-                       successful sample (every sample is stored with its reason); 128 + the \
+                       successful sample (every sample is stored with its reason), or a load \
+                       run (`smtlab load`) had no successful request, a wrong body, or a \
+                       message lost; 128 + the \
                        signal when a run was interrupted: 130 for Ctrl-C (SIGINT), 143 for \
                        SIGTERM (every sample measured is stored: finish it with `smtlab run \
                        --resume RUN`). `smtlab pin` exits with its program's status."
@@ -74,6 +76,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         program: Vec<std::ffi::OsString>,
     },
+    /// Kill the servers and remove the directories smtlab names on stdin
+    /// once smtlab is gone (internal: cleans up after a killed smtlab)
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog {
+        /// The watchdog proper (without: start it and exit)
+        #[arg(long)]
+        detached: bool,
+    },
     /// Exit 0 if LIBRARY is mapped into this process, 3 if not (internal:
     /// checks that an --alloc library loads with LD_PRELOAD)
     #[command(name = "__loaded", hide = true)]
@@ -86,15 +96,37 @@ enum Command {
     Man(commands::man::ManArgs),
 }
 
-/// The command tree, for completions and the man page.
+/// The command tree, for parsing, completions and the man page.
 pub fn command() -> clap::Command {
-    Cli::command()
+    signed_values(Cli::command())
+}
+
+/// Every value may start with `-` when it is a number (`--threads -1`,
+/// `--rate -5`), and a value parsed into seconds or a fraction (`f64`:
+/// `--duration -1s`) whatever follows the `-`: the flag's own parser then
+/// refuses it, naming the flag and its range, where clap alone said
+/// "unexpected argument '-1' found" and named no flag. Paths and names
+/// keep clap's rule (`-o --json` is still a missing value, not a
+/// directory named `--json`).
+fn signed_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if !a.get_action().takes_values() {
+            return a;
+        }
+        let seconds = a.get_value_parser().type_id() == std::any::TypeId::of::<f64>();
+        let hyphens = seconds || a.is_allow_hyphen_values_set();
+        a.allow_negative_numbers(true).allow_hyphen_values(hyphens)
+    })
+    .mut_subcommands(signed_values)
 }
 
 /// Parse the command line and run the command; clap's own errors (unknown
 /// flag, missing value) exit 2 as well.
 pub fn parse_args() -> anyhow::Result<i32> {
-    let cli = Cli::try_parse().map_err(crate::exit::clap_error)?;
+    let matches = command()
+        .try_get_matches()
+        .map_err(crate::exit::clap_error)?;
+    let cli = Cli::from_arg_matches(&matches).map_err(crate::exit::clap_error)?;
     match cli.command {
         Command::Topology(a) => commands::topology::run(a),
         Command::Place(a) => commands::place::run(a),
@@ -114,9 +146,107 @@ pub fn parse_args() -> anyhow::Result<i32> {
         Command::Worker => commands::worker::run(),
         Command::RankWorker(a) => commands::rank_worker::run(*a),
         Command::Gate { program } => commands::gate::run(program),
+        Command::Watchdog { detached } => Ok(smtlab_execute::watchdog::main(detached)),
         Command::Loaded { library } => Ok(smtlab_execute::preload_check::loaded_main(&library)),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Completions(a) => commands::completions::run(a, command()),
         Command::Man(a) => commands::man::run(a, command()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags and positionals of every visible command, with the path of
+    /// subcommands that leads to it.
+    fn every_value(cmd: &clap::Command, path: &[String], out: &mut Vec<(Vec<String>, clap::Arg)>) {
+        for a in cmd.get_arguments() {
+            if a.get_action().takes_values() && !a.is_hide_set() {
+                out.push((path.to_vec(), a.clone()));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let mut p = path.to_vec();
+            p.push(sub.get_name().to_string());
+            every_value(sub, &p, out);
+        }
+    }
+
+    /// `smtlab PATH... ARG VALUE`: `None` when the value was taken (another
+    /// error, such as a missing required flag, may follow), else the
+    /// one-line message.
+    fn refused(path: &[String], a: &clap::Arg, value: &str) -> Option<String> {
+        let mut argv = vec!["smtlab".to_string()];
+        argv.extend(path.iter().cloned());
+        if let Some(long) = a.get_long() {
+            argv.push(format!("--{long}"));
+        }
+        argv.push(value.to_string());
+        let e = command().try_get_matches_from(&argv).err()?;
+        use clap::error::ErrorKind;
+        if !matches!(
+            e.kind(),
+            ErrorKind::ValueValidation | ErrorKind::InvalidValue | ErrorKind::UnknownArgument
+        ) {
+            return None;
+        }
+        let e = crate::exit::clap_error(e);
+        let u = e
+            .downcast_ref::<crate::exit::UsageError>()
+            .expect("a usage error");
+        Some(u.0.clone())
+    }
+
+    #[test]
+    fn a_negative_number_is_refused_naming_its_flag_and_range() {
+        let mut all = Vec::new();
+        let mut cmd = command();
+        cmd.build();
+        every_value(&cmd, &[], &mut all);
+        let mut numeric = 0;
+        for (path, a) in &all {
+            for (plus, minus) in [("1", "-1"), ("1s", "-1s")] {
+                // `-1s` only where `1s` is a value (a duration); a path or
+                // a name keeps clap's rule for a value that starts with `-`
+                // and is not a number.
+                let duration = refused(path, a, "1s").is_none() && refused(path, a, "x").is_some();
+                if minus == "-1s" && !duration {
+                    continue;
+                }
+                let Some(msg) = refused(path, a, minus) else {
+                    continue;
+                };
+                let what = format!("smtlab {} {a} {minus}", path.join(" "));
+                // clap alone split `-1` into flags and named none.
+                assert!(!msg.contains("unexpected argument"), "{what}: {msg}");
+                if a.get_long().is_none() {
+                    continue;
+                }
+                let long = a.get_long().unwrap();
+                assert!(
+                    msg.contains(&format!("--{long}")) && msg.contains(minus),
+                    "{what}: {msg}"
+                );
+                // A number flag (it takes `1` or `1s`): the range is said.
+                if refused(path, a, plus).is_none() {
+                    numeric += 1;
+                    let ranged = [
+                        "from ",
+                        "between ",
+                        "above ",
+                        "more than ",
+                        "at least ",
+                        "..=",
+                        "may run on CPUs ",
+                    ]
+                    .iter()
+                    .any(|r| msg.contains(r));
+                    assert!(ranged, "{what}: no range in {msg}");
+                }
+            }
+        }
+        // run, study, load, pairs, place, serve, rank...: dozens of them.
+        assert!(numeric > 30, "only {numeric} numeric flags found");
     }
 }

@@ -112,6 +112,25 @@ fn one_line(text: &str) -> String {
     line
 }
 
+/// An error and its causes, `: `-separated, as anyhow's `{:#}` but
+/// without a cause the message before it already ends with (an error
+/// that both quotes its source and returns it: "cannot create directory
+/// X: Operation not permitted (os error 1)" said it twice).
+fn chain(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
 /// Run a command and map its outcome to an exit code.
 pub fn run(outcome: anyhow::Result<i32>) -> i32 {
     match outcome {
@@ -122,9 +141,44 @@ pub fn run(outcome: anyhow::Result<i32>) -> i32 {
                 stderr_line(&format!("smtlab: {}", one_line(&u.0)));
                 USAGE
             } else {
-                stderr_line(&format!("smtlab: {e:#}"));
+                stderr_line(&format!("smtlab: {}", chain(&e)));
                 1
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that quotes its source in its message and returns it too,
+    /// as the report's do.
+    #[derive(Debug)]
+    struct QuotesItsSource(std::io::Error);
+
+    impl fmt::Display for QuotesItsSource {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "report: cannot create directory /sys/rep: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for QuotesItsSource {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_quoted_is_said_once() {
+        let os = std::io::Error::from_raw_os_error(1);
+        let e = anyhow::Error::new(QuotesItsSource(os)).context("writing the report");
+        assert_eq!(
+            chain(&e),
+            "writing the report: report: cannot create directory /sys/rep: Operation not \
+             permitted (os error 1)"
+        );
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(chain(&plain), "outer: inner");
     }
 }

@@ -73,15 +73,39 @@ pub fn bind_ip(text: &str) -> Result<IpAddr, BadValue> {
     })
 }
 
-/// `--client-cpus LIST`: a non-empty CPU list, kept in its canonical form.
-pub fn client_cpus(text: &str) -> Result<String, BadValue> {
+/// A CPU-list flag's value (`--cpus`, `--client-cpus`): a non-empty list
+/// (`1`, `0,2-3`). One that is not says which CPUs this process may run on:
+/// the valid range.
+pub fn cpu_list(flag: &str, text: &str) -> Result<CpuSet, String> {
+    let range = || {
+        smtlab_sys::current_affinity()
+            .map(|a| format!("; this process may run on CPUs {a}"))
+            .unwrap_or_default()
+    };
     match CpuSet::parse_list(text) {
-        Ok(set) if !set.is_empty() => Ok(set.to_string()),
-        Ok(_) => Err(bad(format!(
-            "--client-cpus {text}: no CPU listed; expected a list such as 1 or 2-3"
-        ))),
-        Err(e) => Err(bad(format!("--client-cpus {text}: {e}"))),
+        Ok(set) if !set.is_empty() => Ok(set),
+        Ok(_) => Err(format!(
+            "{flag} {text}: no CPU listed; expected a list such as 1 or 2-3{}",
+            range()
+        )),
+        Err(e) => Err(format!("{flag} {text}: {e}{}", range())),
     }
+}
+
+/// `--client-cpus LIST`: a CPU list of CPUs this process may run on (the
+/// load generator runs here: a CPU it cannot use would fail every sample
+/// of the run, one by one), kept in its canonical form.
+pub fn client_cpus(text: &str) -> Result<String, BadValue> {
+    let set = cpu_list("--client-cpus", text).map_err(bad)?;
+    if let Ok(allowed) = smtlab_sys::current_affinity() {
+        if let Some(cpu) = set.difference(&allowed).first() {
+            return Err(bad(format!(
+                "--client-cpus {text}: CPU {cpu} is not one this process may run on; allowed: \
+                 {allowed}"
+            )));
+        }
+    }
+    Ok(set.to_string())
 }
 
 /// `--param KEY=VALUE`; whether the workload has such a parameter is
@@ -110,6 +134,13 @@ pub fn metric(text: &str) -> Result<MetricArg, BadValue> {
     let (name, re) = text
         .split_once('=')
         .ok_or_else(|| bad(format!("--metric {text}: expected NAME=REGEX")))?;
+    // The name labels every table and report of the run.
+    if name.trim().is_empty() {
+        return Err(bad(format!(
+            "--metric {text}: no name before `=`; expected NAME=REGEX, e.g. \
+             'rate=([0-9.]+) ops/s'"
+        )));
+    }
     let regex = MetricRegex::new(re).map_err(|e| {
         // regex's message draws a caret under the fault over several
         // lines; its last line says what is wrong.
@@ -225,27 +256,67 @@ pub const MAX_SECONDS: f64 = 30.0 * 86_400.0;
 /// longer than zero and at most [`MAX_SECONDS`]: `500ms`, `2s`, `1m`.
 pub fn seconds(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + Clone {
     move |text: &str| {
-        let d = humantime::parse_duration(text.trim())
-            .map_err(|e| bad(format!("{flag} {text}: {e}; expected e.g. 500ms, 2s, 1m")))?;
+        let range = "expected a duration above 0 and at most 30 days, such as 500ms, 2s or 1m";
+        let t = text.trim();
+        // Values may start with `-` (so that `-1s` reaches this parser):
+        // one that is a flag means the value was left out.
+        if t.starts_with("--") {
+            return Err(bad(format!("{flag}: no value before {t}; {range}")));
+        }
+        if t.starts_with('-') {
+            return Err(bad(format!("{flag} {text}: a negative duration; {range}")));
+        }
+        let d = humantime::parse_duration(t)
+            .map_err(|e| bad(format!("{flag} {text}: {e}; {range}")))?;
         if d.is_zero() {
-            return Err(bad(format!("{flag} {text}: must be longer than zero")));
+            return Err(bad(format!(
+                "{flag} {text}: must be longer than zero; {range}"
+            )));
         }
         if d.as_secs_f64() > MAX_SECONDS {
-            return Err(bad(format!("{flag} {text}: at most 30 days")));
+            return Err(bad(format!("{flag} {text}: at most 30 days; {range}")));
         }
         Ok(d.as_secs_f64())
     }
 }
 
-/// `place -n N`: a worker count, 1 to [`MAX_WORKERS`]. Not a number:
-/// clap's own message, as for every other integer flag.
-pub fn worker_count(text: &str) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
-    match text.parse::<u64>()? {
-        n if n > MAX_WORKERS as u64 => Err(Box::new(bad(format!(
-            "--threads {text}: at most {MAX_WORKERS} workers"
-        )))),
-        n => Ok(n as usize),
+/// A whole-number flag from `min` to `max` (`--warmup`, `--min-samples`,
+/// `--seed`...): a negative number, a fraction, text or a number past
+/// `max` is refused naming the flag and the range.
+pub fn whole<T>(
+    flag: &'static str,
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<T, BadValue> + Clone
+where
+    T: TryFrom<u64>,
+{
+    move |text: &str| {
+        text.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| {
+                bad(format!(
+                    "{flag} {text}: expected a whole number from {min} to {max}"
+                ))
+            })
     }
+}
+
+/// `--warmup`, `--min-samples`, `--max-samples`: at most a million samples
+/// of one point (a sample takes at least milliseconds; more is a typo).
+pub const MAX_SAMPLES: u64 = 1_000_000;
+
+/// `place -n N`: a worker count, 1 to [`MAX_WORKERS`].
+pub fn worker_count(text: &str) -> Result<usize, BadValue> {
+    whole("--threads", 1, MAX_WORKERS as u64)(text).map_err(|_| {
+        bad(format!(
+            "--threads {text}: expected a number of workers, at least 1 and at most \
+             {MAX_WORKERS} workers"
+        ))
+    })
 }
 
 /// A fraction flag (`--precision`): `0.02` or `2%`, strictly between 0 and 1.
@@ -266,23 +337,18 @@ pub fn fraction(flag: &'static str) -> impl Fn(&str) -> Result<f64, BadValue> + 
 
 /// `--work N`: a positive amount of work, at most `i64::MAX` (the store
 /// keeps it as a SQLite INTEGER, so a larger one could not be recorded).
-/// Not a number: clap's own message, as for every other integer flag.
-pub fn work(text: &str) -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
-    match text.parse::<u64>()? {
-        0 => Err(Box::new(bad(format!(
-            "--work {text}: give a positive number of operations"
-        )))),
-        n if n > i64::MAX as u64 => Err(Box::new(bad(format!(
-            "--work {text}: at most {} operations",
-            i64::MAX
-        )))),
-        n => Ok(n),
-    }
+pub fn work(text: &str) -> Result<u64, BadValue> {
+    whole("--work", 1, i64::MAX as u64)(text)
+        .map_err(|e| bad(format!("{e} (operations per sample)")))
 }
 
 /// `--skip HEXMASK` of `smtlab pin`.
 pub fn skip_mask(text: &str) -> Result<u64, BadValue> {
-    smtlab_execute::pin::parse_skip_mask(text).map_err(|e| bad(format!("--skip: {e}")))
+    smtlab_execute::pin::parse_skip_mask(text).map_err(|e| {
+        bad(format!(
+            "--skip {text}: {e}; a mask from 0x0 to 0xffffffffffffffff"
+        ))
+    })
 }
 
 /// `--synthetic SPEC`: a machine described in hwloc's synthetic syntax.

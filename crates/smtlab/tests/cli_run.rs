@@ -615,7 +615,10 @@ fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
     // keeping what they say is valid; and flags that would be ignored are
     // refused.
     for (args, needle) in [
-        (&["run", "-w", "spin", "--seed", "x"][..], "'--seed <N>'"),
+        (
+            &["run", "-w", "spin", "--seed", "x"][..],
+            "--seed x: expected a whole number from 0 to",
+        ),
         (&["run", "-w", "spin", "--thread", "2"][..], "'--threads'"),
         (
             &["run", "-w", "spin", "--metric-better", "lower"][..],

@@ -281,6 +281,49 @@ pub struct ChatLoadReport {
     pub bottleneck: String,
 }
 
+impl ChatLoadReport {
+    /// Why this run has no result, if it has none: a delivery lost,
+    /// doubled or out of order (a wrong result), or none made. The one
+    /// judgement of `smtlab load chat` (exit 3) and of a `-w chat` sample
+    /// (failed).
+    pub fn failure(&self) -> Option<String> {
+        let closed = if self.closed_reasons.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = self
+                .closed_reasons
+                .iter()
+                .map(|(k, v)| format!("{v} x {k}"))
+                .collect();
+            format!(" (connections closed by the server: {})", list.join(", "))
+        };
+        if self.lost + self.duplicates + self.out_of_order > 0 {
+            return Some(format!(
+                "of {} expected deliveries {} were lost, {} doubled, {} out of order: a wrong \
+                 result{closed}",
+                self.expected_deliveries, self.lost, self.duplicates, self.out_of_order,
+            ));
+        }
+        if self.deliveries == 0 {
+            let errors: Vec<String> = self
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let errors = if errors.is_empty() {
+                "none".to_string()
+            } else {
+                errors.join(", ")
+            };
+            return Some(format!(
+                "no message delivered: {} sent, errors: {errors}{closed}",
+                self.sent
+            ));
+        }
+        None
+    }
+}
+
 /// Why a chat load run could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ChatLoadError {
@@ -598,6 +641,53 @@ mod tests {
 
     fn config() -> ChatLoadConfig {
         ChatLoadConfig::new("127.0.0.1:6667".parse().unwrap(), 3, 4, 20)
+    }
+
+    #[test]
+    fn a_lost_doubled_reordered_or_missing_delivery_is_a_failure() {
+        let ok = ChatLoadReport {
+            connections: 4,
+            sent: 8,
+            deliveries: 24,
+            expected_deliveries: 24,
+            ..Default::default()
+        };
+        assert_eq!(ok.failure(), None);
+        // The server died: `load chat` said `lost 297` and exited 0.
+        let lost = ChatLoadReport {
+            deliveries: 21,
+            lost: 3,
+            closed_reasons: [("(no ERROR line)".to_string(), 2)].into(),
+            ..ok.clone()
+        };
+        assert_eq!(
+            lost.failure().unwrap(),
+            "of 24 expected deliveries 3 were lost, 0 doubled, 0 out of order: a wrong result \
+             (connections closed by the server: 2 x (no ERROR line))"
+        );
+        for r in [
+            ChatLoadReport {
+                duplicates: 1,
+                ..ok.clone()
+            },
+            ChatLoadReport {
+                out_of_order: 1,
+                ..ok.clone()
+            },
+        ] {
+            assert!(r.failure().unwrap().ends_with("a wrong result"), "{r:?}");
+        }
+        let none = ChatLoadReport {
+            sent: 0,
+            deliveries: 0,
+            expected_deliveries: 0,
+            errors: [("write".to_string(), 4)].into(),
+            ..ok
+        };
+        assert_eq!(
+            none.failure().unwrap(),
+            "no message delivered: 0 sent, errors: write 4"
+        );
     }
 
     fn invalid(c: &ChatLoadConfig) -> String {

@@ -139,13 +139,17 @@ impl Latency {
 pub struct LoadReport {
     /// Requests answered in the window (any status).
     pub requests: u64,
-    /// Of them, answered 2xx/3xx with a verified (or unverified) body.
+    /// Of them, answered 2xx/3xx with a verified (or unverified) body:
+    /// the successful requests, the only ones `requests_per_s` counts.
     pub ok: u64,
     /// Errors by kind: `connect`, `read`, `write`, `timeout`, `status_4xx`,
     /// `status_5xx`, `body` (verification failed), `parse`, `closed`.
     pub errors: BTreeMap<String, u64>,
     pub bytes: u64,
     pub seconds: f64,
+    /// Successful requests (`ok`) per second of the window: a server that
+    /// answers everything with 404, or not at all, has a rate of 0 (its
+    /// answers are in `requests` and `errors`).
     pub requests_per_s: f64,
     pub mbit_per_s: f64,
     pub latency_us: Latency,
@@ -169,6 +173,65 @@ pub struct LoadReport {
     /// `errors`). Open loop: 0, since what is still waiting after the drain
     /// is a `timeout`.
     pub in_flight_at_end: u64,
+}
+
+impl LoadReport {
+    /// Why this run has no result, if it has none: a body differed from
+    /// the file served (a wrong result), or no request succeeded. The one
+    /// judgement of `smtlab load http` (exit 3) and of a `-w web` sample
+    /// (failed).
+    pub fn failure(&self) -> Option<String> {
+        if let Some(n) = self.errors.get("body").filter(|n| **n > 0) {
+            return Some(format!(
+                "{n} response bodies differed from the files served: a wrong result"
+            ));
+        }
+        (self.ok == 0).then(|| self.nothing_succeeded())
+    }
+
+    /// Why a window without a successful answer failed: what was sent,
+    /// what was answered (unsuccessfully), what was still waiting at its
+    /// end, and the errors, so "no success" and "no error" are never both
+    /// said alone.
+    fn nothing_succeeded(&self) -> String {
+        let errors: Vec<String> = self
+            .errors
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let errors = if errors.is_empty() {
+            "none".to_string()
+        } else {
+            errors.join(", ")
+        };
+        let (what, answered) = if self.requests == 0 {
+            ("no request answered", String::new())
+        } else {
+            (
+                "no request answered successfully",
+                format!(", {} answered", self.requests),
+            )
+        };
+        let nothing = self.requests == 0 && self.errors.is_empty();
+        // A closed loop sends as soon as its window starts: nothing sent
+        // means its threads first ran after the window (an overloaded
+        // machine).
+        let idle = if nothing && self.sent == 0 {
+            " (the load generator's threads did not run in it)"
+        } else {
+            ""
+        };
+        let silent = if nothing && self.in_flight_at_end > 0 {
+            " (the server was not answering)"
+        } else {
+            ""
+        };
+        format!(
+            "{what} in the {} s window: {} sent{idle}{answered}, {} still waiting at its \
+             end{silent}, errors: {errors}",
+            self.seconds, self.sent, self.in_flight_at_end,
+        )
+    }
 }
 
 /// Why a load run could not be made.
@@ -393,7 +456,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         errors: merged.errors_by_kind(),
         bytes: merged.bytes,
         seconds,
-        requests_per_s: merged.requests as f64 / seconds,
+        requests_per_s: merged.ok as f64 / seconds,
         mbit_per_s: merged.bytes as f64 * 8.0 / seconds / 1e6,
         latency_us: merged.latency_us(),
         late_sends: merged.late_sends,

@@ -1,10 +1,10 @@
 //! What `smtlab load http` and `smtlab load chat` share: the check of
-//! `--cpus` and how a latency is written.
+//! `--cpus`, how a latency is written, and the exit status of a run.
 
 use anyhow::Context;
 use smtlab_types::CpuSet;
 
-use crate::exit::usage;
+use crate::exit::{self, usage};
 
 /// `--cpus`: every CPU one this process may run on.
 pub fn check_cpus(cpus: &CpuSet) -> anyhow::Result<()> {
@@ -25,5 +25,17 @@ pub fn latency(us: f64) -> String {
         format!("{:.2} ms", us / 1e3)
     } else {
         format!("{us:.0} µs")
+    }
+}
+
+/// The exit status of a finished load run: [`exit::NO_RESULT`] with the
+/// reason on stderr when it has no result (`failure`), else 0.
+pub fn exit_status(failure: &Option<String>) -> i32 {
+    match failure {
+        Some(why) => {
+            exit::stderr_line(&format!("smtlab: no result: {why}"));
+            exit::NO_RESULT
+        }
+        None => 0,
     }
 }

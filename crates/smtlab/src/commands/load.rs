@@ -6,9 +6,12 @@
 //! `smtlab_servers::load::run`, the CPU choice
 //! `smtlab_servers::load::client_cpus::choose`.
 //!
-//! Exit 0 when the run happened (errors it counted are in the output), 2
-//! for bad input (one line naming the flag), 1 when the server cannot be
-//! reached at all (one line).
+//! Exit 0 when the run has a result (some request succeeded, every body
+//! verified; the errors it counted are in the output), 3 when it has none
+//! (no request succeeded, or a body differed: the output is printed and
+//! one line on stderr says why, as `run` does for a point without a
+//! successful sample), 2 for bad input (one line naming the flag), 1 when
+//! the server cannot be reached at all (one line).
 
 use std::io::IsTerminal;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -29,7 +32,7 @@ use smtlab_servers::load::{
 };
 use smtlab_types::CpuSet;
 
-use super::client_side::{check_cpus, latency};
+use super::client_side::{check_cpus, exit_status, latency};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -105,7 +108,8 @@ pub struct HttpArgs {
     pub duration: Option<f64>,
 
     /// Load before the window, not recorded: e.g. 1s, 0s [default: 1s]
-    #[arg(long, value_name = "D", value_parser = flags::parsed::<WarmupArg>)]
+    #[arg(long, value_name = "D", allow_hyphen_values = true,
+          value_parser = flags::parsed::<WarmupArg>)]
     pub warmup: Option<WarmupArg>,
 
     /// A new connection for every request (Connection: close)
@@ -136,7 +140,7 @@ pub struct HttpArgs {
     pub cpus: Option<CpusArg>,
 
     /// The seed of the request mix [default: 1]
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
     pub seed: Option<u64>,
 
     /// A request without a whole response after this is a timeout: e.g.
@@ -281,13 +285,16 @@ impl FromStr for WarmupArg {
     type Err = String;
     fn from_str(s: &str) -> Result<WarmupArg, String> {
         let t = s.trim();
+        let range = "expected a duration from 0 to 30 days, such as 0s, 500ms or 2s";
         if t.parse::<f64>().is_ok_and(|v| v == 0.0) {
             return Ok(WarmupArg(0.0));
         }
-        let d = humantime::parse_duration(t)
-            .map_err(|e| format!("--warmup {s}: {e}; expected e.g. 0s, 500ms, 2s"))?;
+        if t.starts_with('-') {
+            return Err(format!("--warmup {s}: a negative duration; {range}"));
+        }
+        let d = humantime::parse_duration(t).map_err(|e| format!("--warmup {s}: {e}; {range}"))?;
         if d.as_secs_f64() > flags::MAX_SECONDS {
-            return Err(format!("--warmup {s}: at most 30 days"));
+            return Err(format!("--warmup {s}: at most 30 days; {range}"));
         }
         Ok(WarmupArg(d.as_secs_f64()))
     }
@@ -317,13 +324,7 @@ pub struct CpusArg(CpuSet);
 impl FromStr for CpusArg {
     type Err = String;
     fn from_str(s: &str) -> Result<CpusArg, String> {
-        match CpuSet::parse_list(s) {
-            Ok(set) if !set.is_empty() => Ok(CpusArg(set)),
-            Ok(_) => Err(format!(
-                "--cpus {s}: no CPU listed; expected a list such as 1 or 2-3"
-            )),
-            Err(e) => Err(format!("--cpus {s}: {e}")),
-        }
+        flags::cpu_list("--cpus", s).map(CpusArg)
     }
 }
 
@@ -412,7 +413,7 @@ fn http(a: HttpArgs) -> anyhow::Result<i32> {
         summary(url, &config, &report, &chosen, bottleneck.as_deref())
     };
     output::print(&text)?;
-    Ok(0)
+    Ok(exit_status(&report.failure()))
 }
 
 /// The requests to make: `--urls FILE`, the URL's own path, or the mix.
@@ -621,7 +622,10 @@ fn summary(
         config.warmup.as_secs_f64(),
         r.ok
     ));
-    line(format!("  requests/s    {:.1}", r.requests_per_s));
+    line(format!(
+        "  requests/s    {:.1} successful (errors: {errors})",
+        r.requests_per_s
+    ));
     line(format!("  Mbit/s        {:.2}", r.mbit_per_s));
     line(format!(
         "  latency       p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {})",
@@ -632,7 +636,6 @@ fn summary(
         latency(l.max),
         latency(l.mean)
     ));
-    line(format!("  errors        {errors}"));
     if config.rate.is_some() {
         line(format!(
             "  late sends    {} (due while every connection was busy; their latency counts \

@@ -5,10 +5,12 @@
 //! not use. Parsing and wiring only: the work is
 //! `smtlab_servers::chatload::run`.
 //!
-//! Exit 0 when the run happened (what it counted, lost messages included,
-//! is in the output), 2 for bad input (one line naming the flag), 1 when
-//! the server cannot be reached or the clients cannot all register and
-//! join (one line).
+//! Exit 0 when every message reached every other member of its room once
+//! and in order, 3 when one did not or none was delivered (the output is
+//! printed, and one line on stderr says why, as `run` does for a point
+//! without a successful sample), 2 for bad input (one line naming the
+//! flag), 1 when the server cannot be reached or the clients cannot all
+//! register and join (one line).
 
 use std::io::IsTerminal;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -24,7 +26,7 @@ use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadError, ChatLoadRepo
 use smtlab_servers::load::client_cpus::{self, ClientCpus};
 use smtlab_types::CpuSet;
 
-use super::client_side::{check_cpus, latency};
+use super::client_side::{check_cpus, exit_status, latency};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -177,13 +179,7 @@ pub struct CpuListArg(CpuSet);
 impl FromStr for CpuListArg {
     type Err = String;
     fn from_str(s: &str) -> Result<CpuListArg, String> {
-        match CpuSet::parse_list(s) {
-            Ok(set) if !set.is_empty() => Ok(CpuListArg(set)),
-            Ok(_) => Err(format!(
-                "--cpus {s}: no CPU listed; expected a list such as 1 or 2-3"
-            )),
-            Err(e) => Err(format!("--cpus {s}: {e}")),
-        }
+        flags::cpu_list("--cpus", s).map(CpuListArg)
     }
 }
 
@@ -255,7 +251,7 @@ pub fn chat(a: ChatLoadArgs) -> anyhow::Result<i32> {
         summary(&a.addr.text, &config, &report, &chosen)
     };
     output::print(&text)?;
-    Ok(0)
+    Ok(exit_status(&report.failure()))
 }
 
 /// The run, with a spinner and the elapsed time on a terminal (the run's

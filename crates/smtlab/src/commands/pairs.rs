@@ -9,6 +9,7 @@ use clap::Args;
 use smtlab_analyse::pairs::{self, Matrix};
 
 use crate::exit::usage;
+use crate::flags;
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -28,10 +29,11 @@ pub struct PairsArgs {
     /// Uniformly random pairings drawn for the distribution (10 million of 26
     /// programs take about a second on 2 cores; time grows with both)
     #[arg(long, value_name = "N", default_value_t = pairs::DEFAULT_TRIALS,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+          value_parser = flags::whole::<u64>("--trials", 1, 1_000_000_000))]
     pub trials: u64,
     /// Seed of the random pairings (the same seed, the same numbers)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
     pub seed: u64,
     /// Print the analysis as one JSON object
     #[arg(long)]

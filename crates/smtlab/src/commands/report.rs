@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use smtlab_analyse::fleet::load_fleet;
-use smtlab_report::{default_fleet_dir, fleet_json, fleet_tables, write_fleet_report};
+use smtlab_report::{default_fleet_dir, fleet_json, fleet_tables, write_fleet_report, ReportError};
 use smtlab_store::{RunStatus, Store};
 use smtlab_study::findings::Findings;
-use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun};
+use smtlab_study::report_run::{default_dir, report_run, study_json, ReportRunError, ReportedRun};
 use smtlab_types::Table;
 
 use super::show::resolve_run;
@@ -135,7 +135,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let run_id = resolve_run(&store, a.run, &a.db, "RUN")?;
     let dir = a.out.clone().unwrap_or_else(|| default_dir(run_id));
     let record = store.run(run_id).map_err(usage)?;
-    let b = report_run(&store, record, &dir, smtlab_analyse::pairs::DEFAULT_TRIALS)?;
+    let b = report_run(&store, record, &dir, smtlab_analyse::pairs::DEFAULT_TRIALS).map_err(
+        |e| match e {
+            ReportRunError::Report(r) => unwritable(a.out.is_some(), &dir, r),
+            other => other.into(),
+        },
+    )?;
     let status = b.run.status;
     if a.json {
         output::print(&(serde_json::to_string_pretty(&study_json(run_id, status, &b))? + "\n"))?;
@@ -153,6 +158,20 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// A report directory that cannot be made or written: the user's to fix
+/// (exit 2), naming `-o` when it was given; anything else stays an error.
+fn unwritable(given: bool, dir: &Path, e: ReportError) -> anyhow::Error {
+    match e {
+        ReportError::CreateDir { .. } | ReportError::Write { .. } if given => {
+            usage(format!("-o {}: {e}", dir.display()))
+        }
+        ReportError::CreateDir { .. } | ReportError::Write { .. } => usage(format!(
+            "{e}; give a directory that can be written with -o DIR"
+        )),
+        other => other.into(),
+    }
+}
+
 /// `report --fleet`: load every host's latest run of each workload, write
 /// the fleet's report, print its tables.
 fn fleet(a: &ReportArgs) -> anyhow::Result<i32> {
@@ -165,7 +184,8 @@ fn fleet(a: &ReportArgs) -> anyhow::Result<i32> {
         )));
     }
     let dir = a.out.clone().unwrap_or_else(default_fleet_dir);
-    let files = write_fleet_report(&fleet, &dir)?;
+    let files =
+        write_fleet_report(&fleet, &dir).map_err(|e| unwritable(a.out.is_some(), &dir, e))?;
     if a.json {
         let mut doc = fleet_json(&fleet);
         doc["report"] = serde_json::to_value(&files.dir)?;

@@ -117,13 +117,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "OPS", value_parser = flags::work)]
     pub work: Option<u64>,
     /// Warm-up samples per point (stored, flagged, excluded)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = flags::whole::<usize>("--warmup", 0, flags::MAX_SAMPLES))]
     pub warmup: usize,
     /// Measured samples per point, at least
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = flags::whole::<usize>("--min-samples", 1, flags::MAX_SAMPLES))]
     pub min_samples: usize,
     /// Measured samples per point, at most
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = flags::whole::<usize>("--max-samples", 1, flags::MAX_SAMPLES))]
     pub max_samples: usize,
     /// Stop repeating a point when the 95% CI half-width of its median is
     /// within this fraction (0.02 or 2%)
@@ -148,7 +151,7 @@ pub struct RunArgs {
     pub timeout: Option<f64>,
     /// Seed of the interleaved measurement order and the bootstrap
     /// (default: from the clock, printed and stored)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
     pub seed: Option<u64>,
     /// Do not open perf counters
     #[arg(long)]
@@ -171,6 +174,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "RUN",
+        value_parser = flags::whole::<i64>("--resume", 1, i64::MAX as u64),
         conflicts_with_all = [
             "workload", "params", "cmd", "metric", "metric_unit", "metric_better", "model", "comm",
             "placement", "threads", "alloc", "spawn", "duration", "work", "warmup",

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use smtlab_execute::watchdog::WatchedDir;
 use smtlab_servers::chat::{self, ChatConfig};
 use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
 use smtlab_servers::web::{self, Model, ServerConfig};
@@ -292,13 +293,7 @@ pub struct CpusArg(CpuSet);
 impl FromStr for CpusArg {
     type Err = String;
     fn from_str(s: &str) -> Result<CpusArg, String> {
-        match CpuSet::parse_list(s) {
-            Ok(set) if !set.is_empty() => Ok(CpusArg(set)),
-            Ok(_) => Err(format!(
-                "--cpus {s}: no CPU listed; expected a list such as 0 or 0,2-3"
-            )),
-            Err(e) => Err(format!("--cpus {s}: {e}")),
-        }
+        flags::cpu_list("--cpus", s).map(CpusArg)
     }
 }
 
@@ -382,6 +377,23 @@ fn helpers(params: &[(String, String)], model: Model) -> anyhow::Result<usize> {
     Ok(helpers)
 }
 
+/// What a path that is not a directory is, for a message.
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_file() {
+        "a file"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
 /// Restrict this process (and so every worker it makes) to `cpus`.
 fn restrict_to(cpus: &CpuSet) -> anyhow::Result<()> {
     let allowed = sys::current_affinity().context("reading this process's CPU affinity")?;
@@ -397,13 +409,27 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
     let model = a.model.0;
     let workers = a.threads.0;
     let helpers = helpers(&a.param, model)?;
-    if let (Some(root), None) = (&a.root, &a.files) {
-        if !root.is_dir() {
-            return Err(usage(format!(
-                "--root {}: no such directory; give an existing directory, or add --files SIZE \
-                 to write the file set into it",
-                root.display()
-            )));
+    if let Some(root) = &a.root {
+        // With --files a missing directory is made; anything else there is
+        // said as what it is.
+        match (std::fs::metadata(root), &a.files) {
+            (Ok(m), _) if m.is_dir() => {}
+            (Err(e), Some(_)) if e.kind() == io::ErrorKind::NotFound => {}
+            (Err(e), None) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(usage(format!(
+                    "--root {}: no such directory; give an existing directory, or add --files \
+                     SIZE to write the file set into it",
+                    root.display()
+                )))
+            }
+            (Ok(m), _) => {
+                return Err(usage(format!(
+                    "--root {}: {}, not a directory; give the directory to serve",
+                    root.display(),
+                    kind_of(&m)
+                )))
+            }
+            (Err(e), _) => return Err(usage(format!("--root {}: {e}", root.display()))),
         }
     }
     if let Some(cpus) = &a.cpus {
@@ -431,9 +457,10 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
             dir
         }
         None => {
-            let dir = tempfile::Builder::new()
-                .prefix("smtlab-web-")
-                .tempdir()
+            // Named to the watchdog, which removes it if this process is
+            // killed before it can.
+            let exe = std::env::current_exe().context("locating the smtlab binary")?;
+            let dir = WatchedDir::new(&exe, "smtlab-web-")
                 .context("creating a temporary document root")?;
             let set = match a.files {
                 Some(f) => f.0,

@@ -52,11 +52,14 @@ pub struct StudyArgs {
     /// Fixed-work mode: this much work per sample
     #[arg(long, value_name = "OPS", value_parser = flags::work)]
     pub work: Option<u64>,
-    #[arg(long, value_name = "N", help = default_help("Warm-up samples per point", |s| s.warmup.to_string()))]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<usize>("--warmup", 0, flags::MAX_SAMPLES),
+          help = default_help("Warm-up samples per point", |s| s.warmup.to_string()))]
     pub warmup: Option<usize>,
-    #[arg(long, value_name = "N", help = default_help("Measured samples per point, at least", |s| s.min_samples.to_string()))]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<usize>("--min-samples", 1, flags::MAX_SAMPLES),
+          help = default_help("Measured samples per point, at least", |s| s.min_samples.to_string()))]
     pub min_samples: Option<usize>,
-    #[arg(long, value_name = "N", help = default_help("Measured samples per point, at most", |s| s.max_samples.to_string()))]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<usize>("--max-samples", 1, flags::MAX_SAMPLES),
+          help = default_help("Measured samples per point, at most", |s| s.max_samples.to_string()))]
     pub max_samples: Option<usize>,
     #[arg(
         long,
@@ -78,7 +81,7 @@ pub struct StudyArgs {
     #[arg(long, value_name = "TIME", value_parser = flags::seconds("--timeout"))]
     pub timeout: Option<f64>,
     /// Seed of the measurement order and the bootstrap
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
     pub seed: Option<u64>,
     /// Do not open perf counters
     #[arg(long)]
@@ -108,13 +111,13 @@ pub struct StudyArgs {
     #[arg(long, value_name = "LEVEL", value_parser = flags::parsed::<Share>)]
     pub share: Option<Share>,
     /// pairs: co-runs at once, each on its own core [default: every core]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65535))]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<u32>("--at-once", 1, 65535))]
     pub at_once: Option<u32>,
     /// pairs: how long the programs of a pair co-run per sample [default: 1s]
     #[arg(long, value_name = "TIME", value_parser = flags::seconds("--window"))]
     pub window: Option<f64>,
     /// pairs: random pairings drawn for the distribution [default: 10000000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, value_name = "N", value_parser = flags::whole::<u64>("--trials", 1, 1_000_000_000))]
     pub trials: Option<u64>,
     /// chat: the connection counts to sweep, multiples of 20 (rooms of 20)
     /// [default: 20,200,1000,2000,5000,10000]
