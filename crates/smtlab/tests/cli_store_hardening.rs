@@ -424,6 +424,32 @@ fn a_host_whose_runs_all_failed_is_listed_with_why_not_dropped() {
     assert!(stdout.contains("beta (no run with a result)"), "{stdout}");
 }
 
+/// A fleet in which every host failed: nothing to draw, but the refusal
+/// says why, host by host.
+#[test]
+fn a_fleet_whose_hosts_all_failed_says_why_each_has_no_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("beta.db");
+    let out = run_as("beta", s(&b), &["--param", "corrupt=1"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let out = smtlab()
+        .args(["report", "--fleet", "--db", s(&b)])
+        .arg("-o")
+        .arg(dir.path().join("report"))
+        .output()
+        .unwrap();
+    let err = refused(&out);
+    assert!(
+        err.contains("holds no run with a result (beta: run 1 (complete): its "),
+        "{err}"
+    );
+    assert!(
+        err.contains(" wrong result (spin worker 0: checksum "),
+        "{err}"
+    );
+    assert!(!dir.path().join("report").exists());
+}
+
 // ----- 19: a store with damaged pages -------------------------------------
 
 #[test]

@@ -178,8 +178,20 @@ fn fleet(a: &ReportArgs) -> anyhow::Result<i32> {
     let store = Store::open_read_only(&a.db).map_err(usage)?;
     let fleet = load_fleet(&store)?;
     if fleet.hosts.is_empty() {
+        // Say why, host by host, as the report would have: a fleet that
+        // failed everywhere is what its user most needs explained.
+        let why: Vec<String> = fleet
+            .without_result
+            .iter()
+            .map(|w| format!("{}: {}", w.host, w.why))
+            .collect();
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join("; "))
+        };
         return Err(usage(format!(
-            "--fleet: {} holds no run with a result",
+            "--fleet: {} holds no run with a result{why}",
             a.db.display()
         )));
     }
