@@ -10,7 +10,7 @@
 //! client sends in one write, and the lines it and a witness in its
 //! channel must then receive, exactly and in order.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -709,111 +709,145 @@ fn pipelined_1000_joins_are_all_answered_and_the_client_stays() {
 /// and the member who reads gets every line.
 #[test]
 fn a_member_who_never_reads_is_closed_with_its_error_line_and_the_room_goes_on() {
-    each_model(|model| {
-        let s = server(model, |_| {});
-        let mut alice = Client::register(s.addr(), "alice");
-        let mut bob = Client::register(s.addr(), "bob");
-        let mut dead = Client::register(s.addr(), "dead");
-        for c in [&mut alice, &mut bob, &mut dead] {
-            c.send(b"JOIN #r\r\n");
-            c.until(|l| l.contains(" 366 "));
-        }
-        // Bob reads everything; once he sees the dead member leave, the
-        // dead member starts reading (within the server's grace).
-        let stop = Arc::new(AtomicBool::new(false));
-        let gone = Arc::new(AtomicBool::new(false));
-        let (got, bob_reads) = {
-            let gone = gone.clone();
-            let stop = stop.clone();
-            let count = Arc::new(AtomicUsize::new(0));
-            let n = count.clone();
-            let handle = std::thread::spawn(move || {
-                let mut lines = Vec::new();
-                while !stop.load(Ordering::SeqCst) {
-                    match bob.line(Duration::from_millis(100)) {
-                        Ok(l) => {
-                            if l.contains("PRIVMSG") {
-                                n.fetch_add(1, Ordering::SeqCst);
-                            } else if l == ":dead!dead@127.0.0.1 QUIT :SendQ exceeded" {
-                                gone.store(true, Ordering::SeqCst);
-                            }
-                            lines.push(l);
+    each_model(|model| a_member_falls_behind(model, false));
+}
+
+/// A member who reads a trickle (100 bytes every 50 ms) cannot set the
+/// room's pace: a sender waits for it a moment, not for as long as it
+/// takes bytes, and it is closed like one who never reads.
+#[test]
+fn a_member_who_reads_a_trickle_does_not_set_the_rooms_pace() {
+    each_model(|model| a_member_falls_behind(model, true));
+}
+
+fn a_member_falls_behind(model: Model, trickle: bool) {
+    let s = server(model, |_| {});
+    let mut alice = Client::register(s.addr(), "alice");
+    let mut bob = Client::register(s.addr(), "bob");
+    let mut dead = Client::register(s.addr(), "dead");
+    for c in [&mut alice, &mut bob, &mut dead] {
+        c.send(b"JOIN #r\r\n");
+        c.until(|l| l.contains(" 366 "));
+    }
+    // Bob reads everything; once he sees the dead member leave, the
+    // dead member starts reading (within the server's grace).
+    let stop = Arc::new(AtomicBool::new(false));
+    let gone = Arc::new(AtomicBool::new(false));
+    let (got, bob_reads) = {
+        let gone = gone.clone();
+        let stop = stop.clone();
+        let count = Arc::new(AtomicUsize::new(0));
+        let n = count.clone();
+        let handle = std::thread::spawn(move || {
+            let mut lines = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                match bob.line(Duration::from_millis(100)) {
+                    Ok(l) => {
+                        if l.contains("PRIVMSG") {
+                            n.fetch_add(1, Ordering::SeqCst);
+                        } else if l == ":dead!dead@127.0.0.1 QUIT :SendQ exceeded" {
+                            gone.store(true, Ordering::SeqCst);
                         }
-                        Err(true) => break,
-                        Err(false) => {}
+                        lines.push(l);
                     }
+                    Err(true) => break,
+                    Err(false) => {}
                 }
-                lines
-            });
-            (count, handle)
-        };
-        let dead_reads = {
-            let gone = gone.clone();
-            std::thread::spawn(move || {
-                let end = Instant::now() + Duration::from_secs(60);
-                while !gone.load(Ordering::SeqCst) && Instant::now() < end {
+            }
+            lines
+        });
+        (count, handle)
+    };
+    let dead_reads = {
+        let gone = gone.clone();
+        std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(60);
+            let mut sip = [0u8; 100];
+            let mut sipped = Vec::new();
+            while !gone.load(Ordering::SeqCst) && Instant::now() < end {
+                if trickle {
+                    // From the socket itself, past the line buffer.
+                    if let Ok(n) = (&dead.out).read(&mut sip) {
+                        sipped.extend_from_slice(&sip[..n]);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                } else {
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                dead.read_to_end_of_stream()
-            })
-        };
-        // More than the kernel holds for the dead member (the server's send
-        // buffer grows to tcp_wmem's 4 MiB, its receive buffer holds 128
-        // KiB), in one writer of its own: the server stops reading alice
-        // while a recipient's queue is full.
-        let total = 20_000;
-        let text = "z".repeat(400);
-        let started = Instant::now();
-        let writer = std::thread::spawn(move || {
-            for chunk in 0..total / 100 {
-                let lines: String = (chunk * 100..chunk * 100 + 100)
-                    .map(|i| format!("PRIVMSG #r :{i} {text}\r\n"))
-                    .collect();
-                alice.send(lines.as_bytes());
             }
-            alice
-        });
-        wait_for(&format!("{model}: bob's {total} lines"), || {
-            got.load(Ordering::SeqCst) >= total
-        });
-        let took = started.elapsed();
-        let mut alice = writer.join().unwrap();
-        // The sender waited for the dead member a moment, not for ever.
-        assert!(took < Duration::from_secs(15), "{model}: {took:?}");
-        let stats = s.stats();
-        assert_eq!(stats.counters.send_queue_closes, 1, "{model}: {stats:?}");
-        assert_eq!(stats.closes.get("SendQ exceeded"), Some(&1), "{stats:?}");
-        // What the dead member read: whole lines, then why it was closed,
-        // then the end.
-        let lines = dead_reads.join().unwrap();
-        assert_eq!(
-            lines.last().map(|l| show(l)).as_deref(),
-            Some("ERROR :Closing Link: 127.0.0.1 (SendQ exceeded)"),
-            "{model}: {:?}",
-            last(&lines)
-        );
-        for l in &lines[..lines.len() - 1] {
-            assert!(
-                l.starts_with(b":alice!alice@127.0.0.1 PRIVMSG #r :") && l.ends_with(b"zzz"),
-                "{model}: a broken line {:?}",
-                show(&l[..l.len().min(80)])
-            );
+            // What was sipped, then the rest, as lines.
+            let mut lines: Vec<Vec<u8>> = Vec::new();
+            if let Some(cut) = sipped.iter().rposition(|&c| c == b'\n') {
+                dead.partial = sipped.split_off(cut + 1);
+                lines.extend(
+                    sipped
+                        .split(|&c| c == b'\n')
+                        .map(|l| l.strip_suffix(b"\r").unwrap_or(l).to_vec()),
+                );
+                lines.pop();
+            } else {
+                dead.partial = sipped;
+            }
+            lines.extend(dead.read_to_end_of_stream());
+            lines
+        })
+    };
+    // More than the kernel holds for the dead member (the server's send
+    // buffer grows to tcp_wmem's 4 MiB, its receive buffer holds 128
+    // KiB), in one writer of its own: the server stops reading alice
+    // while a recipient's queue is full.
+    let total = 20_000;
+    let text = "z".repeat(400);
+    let started = Instant::now();
+    let writer = std::thread::spawn(move || {
+        for chunk in 0..total / 100 {
+            let lines: String = (chunk * 100..chunk * 100 + 100)
+                .map(|i| format!("PRIVMSG #r :{i} {text}\r\n"))
+                .collect();
+            alice.send(lines.as_bytes());
         }
-        // The room goes on.
-        alice.send(b"PRIVMSG #r :after\r\n");
-        wait_for(&format!("{model}: bob's last line"), || {
-            got.load(Ordering::SeqCst) > total
-        });
-        stop.store(true, Ordering::SeqCst);
-        let bob_lines = bob_reads.join().unwrap();
-        assert!(gone.load(Ordering::SeqCst), "{model}");
-        assert_eq!(
-            bob_lines.last().map(String::as_str),
-            Some(":alice!alice@127.0.0.1 PRIVMSG #r :after"),
-            "{model}"
-        );
-        s.stop().unwrap();
+        alice
     });
+    wait_for(&format!("{model}: bob's {total} lines"), || {
+        got.load(Ordering::SeqCst) >= total
+    });
+    let took = started.elapsed();
+    let mut alice = writer.join().unwrap();
+    // The sender waited for the dead member a moment, not for ever.
+    assert!(took < Duration::from_secs(15), "{model}: {took:?}");
+    let stats = s.stats();
+    assert_eq!(stats.counters.send_queue_closes, 1, "{model}: {stats:?}");
+    assert_eq!(stats.closes.get("SendQ exceeded"), Some(&1), "{stats:?}");
+    // What the dead member read: whole lines, then why it was closed,
+    // then the end.
+    let lines = dead_reads.join().unwrap();
+    assert_eq!(
+        lines.last().map(|l| show(l)).as_deref(),
+        Some("ERROR :Closing Link: 127.0.0.1 (SendQ exceeded)"),
+        "{model}: {:?}",
+        last(&lines)
+    );
+    for l in &lines[..lines.len() - 1] {
+        assert!(
+            l.starts_with(b":alice!alice@127.0.0.1 PRIVMSG #r :") && l.ends_with(b"zzz"),
+            "{model}: a broken line {:?}",
+            show(&l[..l.len().min(80)])
+        );
+    }
+    // The room goes on.
+    alice.send(b"PRIVMSG #r :after\r\n");
+    wait_for(&format!("{model}: bob's last line"), || {
+        got.load(Ordering::SeqCst) > total
+    });
+    stop.store(true, Ordering::SeqCst);
+    let bob_lines = bob_reads.join().unwrap();
+    assert!(gone.load(Ordering::SeqCst), "{model}");
+    assert_eq!(
+        bob_lines.last().map(String::as_str),
+        Some(":alice!alice@127.0.0.1 PRIVMSG #r :after"),
+        "{model}"
+    );
+    s.stop().unwrap();
 }
 
 /// Stopping the server closes every connection with an `ERROR` line first.

@@ -22,11 +22,11 @@
 //! not yet handled (at most one read) and stops reading it; after each
 //! turn's writes it looks at its paused connections and reads again those
 //! whose recipients have room. A loop that drains a connection some other
-//! loop waits for wakes the loops once. A paused sender's recipients that
-//! took no byte for [`STALL`] are marked not reading, and it goes on. The
-//! cost per delivered line: an atomic add and two loads; per write an
-//! atomic add and subtract; no system call, and nothing at all while no
-//! queue is full.
+//! loop waits for wakes the loops once. Recipients still without room
+//! [`STALL`] after the pause began are marked not reading, and the sender
+//! goes on. The cost per delivered line: an atomic add and two loads; per
+//! write an atomic subtract and a load; no system call, and nothing more
+//! while no queue is full.
 //!
 //! Closing: the session ends at once (the others are told), and the
 //! connection stays only to write what it has — after `SendQ exceeded`
@@ -41,7 +41,7 @@ use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -92,7 +92,6 @@ thread_local! {
 struct Backlog {
     /// Bytes handed to it (in transit or buffered) and not yet written.
     queued: AtomicUsize,
-    written: AtomicU64,
     not_reading: AtomicBool,
     closed: AtomicBool,
     /// A loop found it without room: wake the loops once it has.
@@ -168,10 +167,6 @@ impl Outbox for EventOutbox {
         }
         b.wanted.store(true, SeqCst);
         room()
-    }
-
-    fn written(&self) -> u64 {
-        self.backlog.written.load(Relaxed)
     }
 
     fn mark_not_reading(&self) {
@@ -286,11 +281,10 @@ impl Drop for Loops {
 
 /// A sender waiting for room.
 struct Pause {
-    /// The connections it waits for, each with its bytes written when
-    /// last looked at.
-    on: Vec<(Arc<Client>, u64)>,
-    /// When to look at their progress again.
-    check_at: Instant,
+    /// The connections it waits for.
+    on: Vec<Arc<Client>>,
+    /// When it stops waiting for the others than itself.
+    until: Instant,
 }
 
 struct Conn {
@@ -425,7 +419,7 @@ impl Loop {
     fn next_timer(&self) -> Option<Duration> {
         let paused = self.paused.iter().filter_map(|&(k, g)| {
             let c = self.conns.get(k).filter(|c| c.generation == g)?;
-            c.paused.as_ref().map(|p| p.check_at)
+            c.paused.as_ref().map(|p| p.until)
         });
         let closing = self.closing.iter().filter_map(|&(k, g)| {
             let c = self.conns.get(k).filter(|c| c.generation == g)?;
@@ -555,14 +549,8 @@ impl Loop {
             return;
         };
         conn.paused = Some(Pause {
-            on: full
-                .into_iter()
-                .map(|c| {
-                    let written = c.out.written();
-                    (c, written)
-                })
-                .collect(),
-            check_at: Instant::now() + STALL,
+            on: full,
+            until: Instant::now() + STALL,
         });
         self.paused.push((key, conn.generation));
     }
@@ -588,27 +576,21 @@ impl Loop {
             else {
                 continue;
             };
-            let look = now >= pause.check_at;
-            pause.on.retain_mut(|(c, seen)| {
+            let late = now >= pause.until;
+            pause.on.retain(|c| {
                 if c.id == own {
+                    // Its own replies: it waits as long as it takes.
                     return !outbox.drained();
                 }
                 if c.out.has_room() {
                     return false;
                 }
-                if look {
-                    let written = c.out.written();
-                    if written == *seen {
-                        c.out.mark_not_reading();
-                        return false;
-                    }
-                    *seen = written;
+                if late {
+                    c.out.mark_not_reading();
+                    return false;
                 }
                 true
             });
-            if look {
-                pause.check_at = now + STALL;
-            }
             if pause.on.is_empty() {
                 conn.paused = None;
                 ready.push(key);
@@ -711,7 +693,6 @@ impl Loop {
             conn.mid_line = conn.out[conn.sent - 1] != b'\n';
             self.hub.counters.bytes_out.fetch_add(wrote as u64, Relaxed);
             let b = &conn.outbox.backlog;
-            b.written.fetch_add(wrote as u64, Relaxed);
             if conn.closing.is_none() {
                 let left = b.queued.fetch_sub(wrote, SeqCst) - wrote;
                 if left <= conn.outbox.low {

@@ -16,9 +16,11 @@
 //! quarter). So a burst waits in the sender's socket, not in a reader's
 //! queue, and a member who reads is never closed because of someone
 //! else's burst or of the replies to its own commands. A member who does
-//! not read would hold its senders for ever: one whose queue is full and
-//! that takes no byte for [`STALL`] is marked not reading, senders stop
-//! waiting for it, and its send queue bound closes it (`SendQ exceeded`).
+//! not read (or reads a trickle, on purpose or not) would hold its room
+//! for ever: a sender waits for one connection at most [`STALL`]; if its
+//! queue is not down to the low-water mark by then it is marked not
+//! reading, senders stop waiting for it, and its send queue bound closes
+//! it (`SendQ exceeded`) unless it drains first.
 //! The cost on the fast path: one comparison per delivered line (and, in
 //! `event`, an atomic add per line and per write); no system call.
 
@@ -34,10 +36,14 @@ use super::ChatCounters;
 /// to (formatted once per message, not once per member).
 pub type Line = Arc<[u8]>;
 
-/// How long a full queue may take no byte before its connection is
-/// marked not reading (and its senders go on without it). Long enough for
-/// a reader on a loaded machine to be scheduled; short enough that a room
-/// stalls only for a moment when one member hangs.
+/// How long a sender waits for one connection's queue to get down to its
+/// low-water mark before that connection is marked not reading (and its
+/// senders go on without it): a client must take a quarter of its send
+/// queue in this time (16 KiB: 8 KiB/s at the default) while it holds
+/// someone back. Long enough for a reader on a loaded machine to be
+/// scheduled; short enough that a room stalls only for a moment when one
+/// member hangs, and that a member reading a trickle cannot set the room's
+/// pace.
 pub const STALL: Duration = Duration::from_secs(2);
 
 /// How long a closed connection keeps trying to write what it still has,
@@ -46,7 +52,7 @@ pub const STALL: Duration = Duration::from_secs(2);
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// How long a thread waiting for room sleeps before it looks again at
-/// what it cannot be woken for (progress, a stop).
+/// what it cannot be woken for (the time, a stop).
 pub const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// Above it a connection's queue holds its senders back: half the bound.
@@ -97,9 +103,6 @@ pub trait Outbox: Send + Sync {
     /// is down to the low-water mark, or it is closed or marked not
     /// reading.
     fn has_room(&self) -> bool;
-    /// Bytes written to its socket so far (a waiting sender's evidence
-    /// that it reads).
-    fn written(&self) -> u64;
     /// Marks it not reading: no sender waits for it until its queue is
     /// down to the low-water mark again, and its bound decides.
     fn mark_not_reading(&self);
@@ -109,22 +112,17 @@ pub trait Outbox: Send + Sync {
 }
 
 /// The thread models: blocks until another connection, `to`, has room,
-/// or until its full queue took no byte for [`STALL`] (then it is marked
-/// not reading: its senders go on, and its bound closes it). Returns early
-/// when `stop` says so (the server stops, or the waiting connection was
+/// for at most [`STALL`] (then it is marked not reading: its senders go
+/// on, and its bound closes it unless it drains). Returns early when
+/// `stop` says so (the server stops, or the waiting connection was
 /// closed).
 pub fn wait_for_room(to: &dyn Outbox, stop: &dyn Fn() -> bool) {
-    let mut seen = to.written();
-    let mut since = Instant::now();
+    let deadline = Instant::now() + STALL;
     while !to.wait_room(WAIT_SLICE) {
         if stop() {
             return;
         }
-        let written = to.written();
-        if written != seen {
-            seen = written;
-            since = Instant::now();
-        } else if since.elapsed() >= STALL {
+        if Instant::now() >= deadline {
             to.mark_not_reading();
             return;
         }

@@ -21,8 +21,8 @@
 //! replies) is not read again until that queue is down to a quarter, so a
 //! burst waits in the sender's socket and a client who reads is never
 //! disconnected for someone else's burst or for the replies to its own
-//! pipelined commands. A dead client never stalls a room for long: once
-//! its full queue took no byte for 2 s its senders stop waiting for it,
+//! pipelined commands. A dead (or trickling) client never stalls a room
+//! for long: a sender waits for it at most 2 s, then stops waiting for it,
 //! and past `send_queue` bytes it is disconnected with `ERROR :Closing
 //! Link: ... (SendQ exceeded)`; the others see it QUIT with that reason.
 //! Every connection the server closes gets its `ERROR` line last (best

@@ -34,7 +34,6 @@
 use std::io::Read;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -71,7 +70,6 @@ struct LockedSocket {
     bound: usize,
     high: usize,
     low: usize,
-    written: AtomicU64,
     /// The connection's own thread, to wake when bytes are left pending.
     owner: Pthread,
     host: String,
@@ -104,7 +102,6 @@ impl LockedSocket {
                 Ok(0) => return Ok(0),
                 Ok(n) => {
                     self.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
-                    self.written.fetch_add(n as u64, Relaxed);
                     *mid_line = data[n - 1] != b'\n';
                     return Ok(n);
                 }
@@ -225,10 +222,6 @@ impl Outbox for LockedSocket {
         self.has_room_locked(&self.lock())
     }
 
-    fn written(&self) -> u64 {
-        self.written.load(Relaxed)
-    }
-
     fn mark_not_reading(&self) {
         self.lock().not_reading = true;
     }
@@ -282,7 +275,6 @@ pub(super) fn serve(conn: Conn) {
         bound: conn.send_queue,
         high: high_water(conn.send_queue),
         low: low_water(conn.send_queue),
-        written: AtomicU64::new(0),
         owner: pthread_self(),
         host: host.clone(),
         hub: conn.hub.clone(),

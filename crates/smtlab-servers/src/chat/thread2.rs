@@ -23,8 +23,8 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,6 @@ struct QueueOutbox {
     bound: usize,
     high: usize,
     low: usize,
-    written: AtomicU64,
     /// `queue.closed` is set: the reader looks at it after each read
     /// without the lock.
     closed: AtomicBool,
@@ -219,10 +218,6 @@ impl Outbox for QueueOutbox {
         self.has_room_locked(&self.lock())
     }
 
-    fn written(&self) -> u64 {
-        self.written.load(Relaxed)
-    }
-
     fn mark_not_reading(&self) {
         self.lock().not_reading = true;
     }
@@ -265,7 +260,6 @@ pub(super) fn serve(conn: Conn) {
         bound: conn.send_queue,
         high: high_water(conn.send_queue),
         low: low_water(conn.send_queue),
-        written: AtomicU64::new(0),
         closed: AtomicBool::new(false),
         stream: conn.stream.clone(),
         host: host.clone(),
@@ -390,11 +384,10 @@ fn write_loop(outbox: &QueueOutbox, socket: Arc<TcpStream>, threads: &Threads) {
                 Ok(n) => {
                     at += n;
                     unaccounted += n;
-                    outbox.written.fetch_add(n as u64, Relaxed);
                     outbox.hub.counters.bytes_out.fetch_add(n as u64, Relaxed);
                     if at < batch.len() {
-                        // A slow reader: let waiting senders see the
-                        // progress before the whole batch is out.
+                        // A slow reader: waiting senders may have room
+                        // before the whole batch is out.
                         let mut q = outbox.lock();
                         outbox.wrote(&mut q, unaccounted);
                         unaccounted = 0;

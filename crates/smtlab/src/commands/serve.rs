@@ -62,8 +62,11 @@ a per-connection lock), event (N epoll loops, non-blocking sockets, a buffer per
 
 IRC served: NICK, USER, JOIN, PART, PRIVMSG and NOTICE to channels and users, NAMES, WHO, \
 MODE (read only), PING/PONG, QUIT, the welcome (001-005, 422) and the usual error numerics. \
-A client that does not read is disconnected once --send-queue bytes wait for it (SendQ \
-exceeded); the others never wait for it.
+A client whose line fills someone's queue past half of --send-queue is not read until that \
+queue is down to a quarter (back-pressure: a burst waits in its sender's socket, and a client \
+who reads is never disconnected for it). A client that does not read at all holds its senders \
+back at most 2 s, and is disconnected once --send-queue bytes wait for it (SendQ exceeded). \
+Every client the server closes gets an ERROR line saying why, last.
 
 The first line on stdout, once the server accepts connections, is
   listening on irc://IP:PORT/ model=M workers=N nofile=L
