@@ -626,44 +626,66 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 #[test]
 fn a_burst_of_3000_lines_reaches_a_member_who_reads_whole() {
     each_model(|model| {
-        for send_queue in [chat::DEFAULT_SEND_QUEUE, 4 << 10] {
-            let s = server(model, |c| c.send_queue = send_queue);
+        // (send queue, workers, readers): two `event` loops with four
+        // readers put some of them on the other loop than alice's.
+        for (send_queue, workers, readers) in [
+            (chat::DEFAULT_SEND_QUEUE, 1, 1),
+            (4 << 10, 1, 1),
+            (4 << 10, 2, 4),
+        ] {
+            let at = format!("{model} sq={send_queue} workers={workers}");
+            let s = server(model, |c| {
+                c.send_queue = send_queue;
+                c.workers = workers;
+            });
             let mut alice = Client::register(s.addr(), "alice");
-            let mut bob = Client::register(s.addr(), "bob");
             alice.send(b"JOIN #r\r\n");
             alice.until(|l| l.contains(" 366 "));
-            bob.send(b"JOIN #r\r\n");
-            bob.until(|l| l.contains(" 366 "));
             let stop = Arc::new(AtomicBool::new(false));
-            let (got, bob_reads) = reader(bob, "PRIVMSG", stop.clone());
+            let reading: Vec<_> = (0..readers)
+                .map(|k| {
+                    let mut bob = Client::register(s.addr(), &format!("bob{k}"));
+                    bob.send(b"JOIN #r\r\n");
+                    bob.until(|l| l.contains(" 366 "));
+                    reader(bob, "PRIVMSG", stop.clone())
+                })
+                .collect();
             let burst: String = (0..3000).map(|i| format!("PRIVMSG #r :m{i}\r\n")).collect();
             assert!(burst.len() > 40_000);
             alice.send(burst.as_bytes());
-            wait_for(
-                &format!("{model} sq={send_queue}: bob's 3000 lines"),
-                || got.load(Ordering::SeqCst) >= 3000,
-            );
-            stop.store(true, Ordering::SeqCst);
-            let (_bob, lines) = bob_reads.join().unwrap();
-            let messages: Vec<&String> = lines.iter().filter(|l| l.contains("PRIVMSG")).collect();
-            for (i, l) in messages.iter().enumerate() {
-                assert_eq!(
-                    **l,
-                    format!(":alice!alice@127.0.0.1 PRIVMSG #r :m{i}"),
-                    "{model} sq={send_queue}"
-                );
+            for (got, _) in &reading {
+                wait_for(&format!("{at}: a reader's 3000 lines"), || {
+                    got.load(Ordering::SeqCst) >= 3000
+                });
             }
-            assert!(
-                !lines.iter().any(|l| l.starts_with("ERROR")),
-                "{model} sq={send_queue}: {:?}",
-                lines.iter().rev().take(3).collect::<Vec<_>>()
-            );
+            stop.store(true, Ordering::SeqCst);
+            // Kept open to the end.
+            let mut bobs = Vec::new();
+            for (_, bob_reads) in reading {
+                let (bob, lines) = bob_reads.join().unwrap();
+                let messages: Vec<&String> =
+                    lines.iter().filter(|l| l.contains("PRIVMSG")).collect();
+                for (i, l) in messages.iter().enumerate() {
+                    assert_eq!(
+                        **l,
+                        format!(":alice!alice@127.0.0.1 PRIVMSG #r :m{i}"),
+                        "{at}: {}",
+                        bob.name
+                    );
+                }
+                assert!(
+                    !lines.iter().any(|l| l.starts_with("ERROR")),
+                    "{at}: {:?}",
+                    lines.iter().rev().take(3).collect::<Vec<_>>()
+                );
+                bobs.push(bob);
+            }
             // Alice is still served.
             alice.send(b"PING :still\r\n");
             alice.until(|l| l.ends_with(" :still"));
             let stats = s.stats();
-            assert_eq!(stats.counters.send_queue_closes, 0, "{model}: {stats:?}");
-            assert_eq!(stats.counters.open, 2, "{model}: {stats:?}");
+            assert_eq!(stats.counters.send_queue_closes, 0, "{at}: {stats:?}");
+            assert_eq!(stats.counters.open, 1 + readers as u64, "{at}: {stats:?}");
             s.stop().unwrap();
         }
     });

@@ -8,8 +8,7 @@
 //! outbox. A member's outbox never blocks (each model queues or buffers,
 //! bounded), so a slow member cannot hold a channel's lock for long.
 //!
-//! Back-pressure (as ngircd stops reading a client while it has commands
-//! or output pending): handing a line to an outbox says whether that
+//! Back-pressure: handing a line to an outbox says whether that
 //! connection's queue is now above its high-water mark, half the send
 //! queue. The sender's session collects those connections, and the model
 //! stops reading the sender until each is back at its low-water mark (a
@@ -21,8 +20,14 @@
 //! queue is not down to the low-water mark by then it is marked not
 //! reading, senders stop waiting for it, and its send queue bound closes
 //! it (`SendQ exceeded`) unless it drains first.
-//! The cost on the fast path: one comparison per delivered line (and, in
-//! `event`, an atomic add per line and per write); no system call.
+//!
+//! ngircd throttles senders instead, whatever their output does: at most
+//! 3 commands of a client per pass of its loop, a penalty time, and no
+//! read from a client while a command's worth of its input waits. Here a
+//! sender is held back only while the output it causes is full, so the
+//! common case (everyone reads) costs a comparison per delivered line
+//! (and, in `event`, a counter stored per line and per write); no system
+//! call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

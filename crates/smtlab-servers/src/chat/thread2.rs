@@ -169,7 +169,6 @@ impl QueueOutbox {
                 return;
             }
             drop(q);
-            // `stop` may take this lock.
             if stop() {
                 return;
             }
