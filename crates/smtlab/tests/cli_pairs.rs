@@ -212,3 +212,178 @@ fn the_report_holds_the_heatmap_the_charts_the_json_and_the_matrix() {
     assert_eq!(again["matrix"], written["matrix"]);
     assert_eq!(again["programs"], written["programs"]);
 }
+
+/// A matrix of `n` programs `p0..` with WS from 0.8 to 2.0, seeded.
+fn random_matrix(n: usize, seed: u64) -> String {
+    // Each cell a hash of its (unordered) pair: symmetric by construction.
+    let ws = |i: usize, j: usize| {
+        let mut x = (i.min(j) * n + i.max(j)) as u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..3 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        0.8 + (x % 1201) as f64 / 1000.0
+    };
+    let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+    let mut text = format!(",{}\n", names.join(","));
+    for (i, name) in names.iter().enumerate() {
+        let cells: Vec<String> = (0..n).map(|j| ws(i, j).to_string()).collect();
+        text += &format!("{name},{}\n", cells.join(","));
+    }
+    text
+}
+
+#[test]
+fn implausible_weighted_speedups_are_refused_naming_the_cell_and_the_bound() {
+    // Issue 29: a 4x4 matrix of 1e308 printed "speedup inf%", 300-digit
+    // numbers and JSON nulls.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("huge.csv");
+    let p = f.display().to_string();
+    let huge = "1e308";
+    let row = |name: &str| format!("{name},{}\n", [huge; 4].join(","));
+    std::fs::write(
+        &f,
+        format!(",a,b,c,d\n{}{}{}{}", row("a"), row("b"), row("c"), row("d")),
+    )
+    .unwrap();
+    assert_usage_error(
+        &["pairs", &p, "--trials", "10"],
+        &format!(
+            "{p}: cell (a, a) = 1e308 is not a plausible weighted speedup: WS(i,j) adds the two \
+             programs' speeds beside each other relative to alone, each above 0 and at most \
+             about 1 (a program does not run faster beside another), so a WS must be above 0 and \
+             at most 4 (twice as fast as alone for both: room for noise and slowed baselines)"
+        ),
+    );
+    assert_usage_error(&["pairs", &p, "--json"], "cell (a, a) = 1e308 is not");
+    for (cells, needle) in [
+        (
+            "1,4.5,4.5,1",
+            "cell (a, b) = 4.5 is not a plausible weighted speedup",
+        ),
+        (
+            "100,145,145,100",
+            "cell (a, a) = 100 is not a plausible weighted speedup: WS(i,j) adds",
+        ),
+        (
+            "100,145,145,100",
+            "if the matrix holds percentages, divide them by 100 (100 is 1)",
+        ),
+        (
+            "1,0,0,1",
+            "cell (a, b) = 0 is not a plausible weighted speedup",
+        ),
+        ("1,-1e308,-1e308,1", "cell (a, b) = -1e308 is negative"),
+        ("1,inf,inf,1", "cell (a, b) = inf is not a finite number"),
+        ("1,NaN,NaN,1", "cell (a, b) = NaN is not a finite number"),
+        ("1,-inf,-inf,1", "cell (a, b) = -inf is not a finite number"),
+    ] {
+        let c: Vec<&str> = cells.split(',').collect();
+        std::fs::write(
+            &f,
+            format!(",a,b\na,{},{}\nb,{},{}\n", c[0], c[1], c[2], c[3]),
+        )
+        .unwrap();
+        assert_usage_error(&["pairs", &p, "--trials", "10"], needle);
+    }
+    // The bound itself, and just above 0, are a matrix.
+    std::fs::write(&f, ",a,b\na,1,4\nb,4,0.001\n").unwrap();
+    let doc = json(&["pairs", &p, "--json", "--trials", "10"]);
+    assert_eq!(doc["best"]["speedup"], 3.0);
+    for k in ["mean", "min", "max", "p05", "p50", "p95"] {
+        assert_eq!(doc["random"][k], 3.0, "{k}: {}", doc["random"]);
+    }
+}
+
+#[test]
+fn without_trials_up_to_500_programs_draw_ten_million() {
+    let doc = json(&["pairs", &example(), "--json"]);
+    assert_eq!(doc["random"]["trials"], 10_000_000);
+    assert!(
+        doc["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("10000000 random pairings"),
+        "{}",
+        doc["verdict"]
+    );
+}
+
+/// `command` run on a terminal (`script` gives it one); `None`, with the
+/// reason printed, where `script` is missing.
+fn on_a_terminal(command: &str) -> Option<(String, std::time::Duration)> {
+    let t0 = std::time::Instant::now();
+    let out = match std::process::Command::new("script")
+        .args(["-qefc", command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: the progress bar on a terminal needs `script` (util-linux): {e}");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{command}: {text}");
+    Some((text, t0.elapsed()))
+}
+
+#[test]
+fn a_long_analysis_shows_a_progress_bar_only_on_a_terminal_and_not_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("m120.csv");
+    std::fs::write(&f, random_matrix(120, 7)).unwrap();
+    let file = f.to_str().unwrap();
+    // Not on a terminal: nothing on stderr, however long it takes. More
+    // trials until a run takes over 3 s here (the bar waits 2 s).
+    let mut trials = 1;
+    loop {
+        let t0 = std::time::Instant::now();
+        let out = smtlab()
+            .args(["pairs", file, "--trials", &trials.to_string()])
+            .output()
+            .unwrap();
+        let took = t0.elapsed();
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{trials} trials");
+        if took.as_secs_f64() > 3.0 || trials >= 64_000_000 {
+            break;
+        }
+        trials = (trials * 2).max(2_000_000);
+    }
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_smtlab"));
+    let cmd = format!("{} pairs {file} --trials {trials}", bin.display());
+    let Some((text, took)) = on_a_terminal(&cmd) else {
+        return;
+    };
+    // Around the 2 s mark a run may or may not have drawn its bar yet.
+    if took.as_secs_f64() > 2.5 {
+        assert!(
+            text.contains("% random schedules, ETA"),
+            "no bar after {took:?}: {text}"
+        );
+    } else {
+        eprintln!("the run on a terminal took {took:?}: its bar is not checked");
+    }
+    // The bar is cleared: the analysis follows it.
+    assert!(text.contains("Verdict: An ideal scheduler gains"), "{text}");
+    // With --json: the JSON alone, no bar, though on a terminal.
+    let (text, _) = on_a_terminal(&format!("{cmd} --json")).unwrap();
+    assert!(!text.contains("ETA"), "{text}");
+    assert!(text.trim_start().starts_with('{'), "{text}");
+    // A short analysis on a terminal: no bar flashes by.
+    let (text, took) = on_a_terminal(&format!(
+        "{} pairs {} --trials 1000",
+        bin.display(),
+        example()
+    ))
+    .unwrap();
+    if took.as_secs_f64() < 1.5 {
+        assert!(!text.contains("ETA"), "{text}");
+    } else {
+        eprintln!("the short analysis took {took:?} on this machine: its bar is not checked");
+    }
+}

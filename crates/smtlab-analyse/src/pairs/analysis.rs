@@ -3,19 +3,38 @@
 //! distribution of random ones, what re-randomizing every period does, and
 //! the verdict, as one value whose JSON is the stable document of `smtlab
 //! pairs --json` (and of the pairs study). Uses `matrix`, `matching`,
-//! `random`, `rerandomize`, `gain` and `verdict`.
+//! `random`, `rerandomize`, `gain`, `verdict` and `progress`.
 
 use serde::Serialize;
 
-use super::gain::{self, Gain};
+use super::gain::{self, Gain, GAIN_TRIALS};
 use super::matching::{self, Schedule};
-use super::matrix::Matrix;
-use super::random::{self, RandomStats};
+use super::matrix::{Matrix, Resampling};
+use super::progress::{Phase, Progress};
+use super::random::{self, all_threads, RandomStats, Table};
 use super::rerandomize::{self, Rerandomized, SCHEDULERS};
 use super::verdict::verdict;
 
-/// Random schedules drawn unless told otherwise (the paper drew 10 million).
+/// Random schedules drawn unless told otherwise (the paper drew 10 million,
+/// of 26 programs), up to 500 programs: [`default_trials`].
 pub const DEFAULT_TRIALS: u64 = 10_000_000;
+
+/// Pairs of random schedules drawn by default at most: 10 million
+/// schedules of 500 programs. Each pair is a random read of the matrix, so
+/// time grows with programs × schedules; past 500 programs the default
+/// draws fewer schedules, not more time. Nothing shown loses by it: 2.5
+/// million schedules of 2,000 programs put the 5th and 95th percentiles
+/// within about one histogram bin (10⁻⁵ of the best-worst range) of where
+/// 10 million would, a hundredth of the verdict's 0.1 percentage point.
+pub const DEFAULT_PAIR_DRAWS: u64 = 2_500_000_000;
+
+/// The random schedules drawn when `--trials` is not given, for a matrix
+/// of `programs`: [`DEFAULT_TRIALS`], or fewer past 500 programs so that
+/// they hold [`DEFAULT_PAIR_DRAWS`] pairs (2.5 million for 2,000).
+pub fn default_trials(programs: usize) -> u64 {
+    let pairs = programs.div_ceil(2).max(1) as u64;
+    DEFAULT_TRIALS.min(DEFAULT_PAIR_DRAWS / pairs)
+}
 
 /// A schedule in the JSON: pairs of indexes into `programs` (`[i, i]`:
 /// program `i` runs alone), and its speedup (mean WS - 1; 0.20 = 20%).
@@ -88,11 +107,73 @@ pub fn analyse(m: &Matrix, trials: u64, seed: u64) -> PairsAnalysis {
 /// [`analyse`] with the number of simulated re-randomizing schedulers
 /// (tests use fewer).
 pub fn analyse_with(m: &Matrix, trials: u64, schedulers: usize, seed: u64) -> PairsAnalysis {
-    let best = matching::best(m);
-    let worst = matching::worst(m);
-    let r: RandomStats = random::distribution(m, trials, seed, worst.speedup, best.speedup);
-    let rr: Vec<Rerandomized> = rerandomize::rerandomization(m, schedulers, seed);
-    let gain = gain::gain(m, best.speedup - r.p50, trials, seed);
+    analyse_watched(m, trials, schedulers, seed, &Progress::new())
+}
+
+/// The matching's work in [`Progress`] units: a stage with `f` programs
+/// unpaired scans about `f` rows of the matrix, `f` falling by 2 a stage
+/// (n³/4 cells in all), and a cell costs about a twelfth of a random
+/// schedule's pair (a row is read in order, a pair's cell at random; one
+/// thread, where the draws use every core): measured at 500 and 2,000
+/// programs.
+fn matching_units(nodes: usize) -> u64 {
+    let n = nodes as u64;
+    n * n * n / 48
+}
+
+/// [`analyse_with`], counting its work into `progress` as it goes (for a
+/// progress bar drawn by the caller from another thread).
+pub fn analyse_watched(
+    m: &Matrix,
+    trials: u64,
+    schedulers: usize,
+    seed: u64,
+    progress: &Progress,
+) -> PairsAnalysis {
+    let nodes = m.len() + m.len() % 2;
+    let pairs = (nodes / 2) as u64;
+    let exact = matching_units(nodes);
+    let draws = trials
+        .max(1)
+        .max(rerandomize::draws_needed(schedulers) as u64);
+    let gain_units = match &m.resampling {
+        Resampling::Replicates(reps) => {
+            reps.len() as u64 * (exact + trials.clamp(1, GAIN_TRIALS) * pairs)
+        }
+        _ => 0,
+    };
+    progress.plan(2 * exact + draws * pairs + gain_units);
+    progress.enter(Phase::Exact);
+    // The matching's remaining work falls as the square of the programs
+    // still unpaired.
+    let exact_progress = |start: u64| {
+        move |left: usize| {
+            let left = left as f64 / nodes.max(1) as f64;
+            progress.reach(start + (exact as f64 * (1.0 - left * left)) as u64);
+        }
+    };
+    let best = matching::optimum(m, true, &mut exact_progress(0));
+    progress.reach(exact);
+    let worst = matching::optimum(m, false, &mut exact_progress(exact));
+    progress.reach(2 * exact);
+    progress.enter(Phase::Random);
+    let table = Table::new(m);
+    let (r, kept): (RandomStats, Vec<f64>) = random::draw(
+        &table,
+        trials,
+        rerandomize::draws_needed(schedulers),
+        seed,
+        (worst.speedup, best.speedup),
+        all_threads(),
+        progress,
+    );
+    drop(table);
+    let rr: Vec<Rerandomized> = rerandomize::from_draws(&kept, schedulers);
+    drop(kept);
+    progress.enter(Phase::Gain);
+    let gain = gain::gain_watched(m, best.speedup - r.p50, trials, seed, &|| {
+        progress.advance(exact + trials.clamp(1, GAIN_TRIALS) * pairs)
+    });
     PairsAnalysis {
         programs: m.names.clone(),
         matrix: m.ws.clone(),

@@ -34,7 +34,7 @@ use smtlab_stats::{percentile, rng_for_domain};
 
 use super::matching;
 use super::matrix::{Matrix, Resampling};
-use super::random::Drawer;
+use super::random::{Drawer, Table, Words, LANES};
 
 /// Random schedules drawn for each replicate's median (fewer when
 /// `--trials` asks for fewer).
@@ -116,6 +116,17 @@ impl Gain {
 /// replicate's exact best minus the median of `trials` random schedules
 /// (at most [`GAIN_TRIALS`]), drawn from `seed`.
 pub fn gain(m: &Matrix, value: f64, trials: u64, seed: u64) -> Gain {
+    gain_watched(m, value, trials, seed, &|| {})
+}
+
+/// [`gain`], calling `replicate` after each replicate (for progress).
+pub(crate) fn gain_watched(
+    m: &Matrix,
+    value: f64,
+    trials: u64,
+    seed: u64,
+    replicate: &dyn Fn(),
+) -> Gain {
     let (ci95, interval) = match &m.resampling {
         Resampling::NoSamples => (None, GainInterval::NoSamples),
         Resampling::TooFew(cells) => (
@@ -126,7 +137,7 @@ pub fn gain(m: &Matrix, value: f64, trials: u64, seed: u64) -> Gain {
         ),
         Resampling::Replicates(reps) => {
             let trials = trials.clamp(1, GAIN_TRIALS);
-            match interval(m, reps, trials, seed) {
+            match interval(m, reps, trials, seed, replicate) {
                 Some(ci) => (
                     Some(ci),
                     GainInterval::Bootstrap {
@@ -147,7 +158,13 @@ pub fn gain(m: &Matrix, value: f64, trials: u64, seed: u64) -> Gain {
 
 /// The percentile interval of the replicates' gains; `None` when there are
 /// none, or one is not a valid matrix.
-fn interval(m: &Matrix, reps: &[Vec<Vec<f64>>], trials: u64, seed: u64) -> Option<[f64; 2]> {
+fn interval(
+    m: &Matrix,
+    reps: &[Vec<Vec<f64>>],
+    trials: u64,
+    seed: u64,
+    replicate: &dyn Fn(),
+) -> Option<[f64; 2]> {
     let mut gains = Vec::with_capacity(reps.len());
     for ws in reps {
         let rep = Matrix::new(m.names.clone(), ws.clone()).ok()?;
@@ -155,6 +172,7 @@ fn interval(m: &Matrix, reps: &[Vec<Vec<f64>>], trials: u64, seed: u64) -> Optio
         // Every random schedule is at most the best: the gain is never
         // below 0 but by rounding.
         gains.push((best - random_median(&rep, trials, seed)).max(0.0));
+        replicate();
     }
     if gains.is_empty() || gains.iter().any(|g| !g.is_finite()) {
         return None;
@@ -166,9 +184,14 @@ fn interval(m: &Matrix, reps: &[Vec<Vec<f64>>], trials: u64, seed: u64) -> Optio
 /// The median (nearest rank, as the analysis' `p50`) of `trials` random
 /// schedules' speedups, always the same schedules for the same `seed`.
 fn random_median(m: &Matrix, trials: u64, seed: u64) -> f64 {
-    let mut drawer = Drawer::new(m);
-    let mut rng = rng_for_domain(seed, b"pairsgai", 0);
-    let mut draws: Vec<f64> = (0..trials).map(|_| drawer.draw(&mut rng)).collect();
+    let table = Table::new(m);
+    let mut drawer = Drawer::new(&table);
+    let mut rng = Words::new(rng_for_domain(seed, b"pairsgai", 0));
+    let mut draws: Vec<f64> = Vec::with_capacity(trials as usize + LANES);
+    while (draws.len() as u64) < trials {
+        draws.extend(drawer.draw(&mut rng));
+    }
+    draws.truncate(trials as usize);
     draws.sort_by(f64::total_cmp);
     let rank = (draws.len() as f64 * 0.5).ceil() as usize;
     draws[rank.clamp(1, draws.len()) - 1]

@@ -3,15 +3,14 @@
 //! mean `WS` of its pairs minus 1), and the exact best and worst ones.
 //!
 //! The best schedule is a maximum-weight perfect matching of the complete
-//! graph on the programs, weights `WS(i,j)` — Edmonds' blossom algorithm,
-//! from `rustworkx-core` (O(n³): 500 programs in about a second), not
-//! written here. The worst is the same on weights `C - WS(i,j)`: every
-//! perfect matching has the same number of pairs, so maximizing the sum of
-//! `C - WS` minimizes the sum of `WS`. An odd count adds an "alone" vertex
-//! joined to every program with `WS = 1`.
+//! graph on the programs, weights `WS(i,j)`: Edmonds' blossom algorithm
+//! (`blossom`, O(n³), on the matrix itself). The worst is the same on
+//! weights `-WS(i,j)`: every perfect matching has the same number of pairs,
+//! so the heaviest on `-WS` is the lightest on `WS`. An odd count adds an
+//! "alone" vertex joined to every program with `WS = 1`. Uses `matrix` and
+//! `blossom`.
 
-use petgraph::graph::UnGraph;
-
+use super::blossom::max_weight_perfect_matching;
 use super::matrix::Matrix;
 
 /// A schedule: its pairs (`(i, i)`: program `i` alone) and its speedup.
@@ -33,29 +32,31 @@ pub fn speedup(m: &Matrix, pairs: &[(usize, usize)]) -> f64 {
     sum / pairs.len() as f64 - 1.0
 }
 
-/// Integer weights for the matching (rustworkx-core's blossom algorithm
-/// takes integers, which keeps it exact: no comparison of sums of floats):
-/// `WS` scaled by 10⁹ and rounded. Rounding moves each pair's weight by at
-/// most 0.5·10⁻⁹, so the sum of the schedule found is within
-/// (pairs)·10⁻⁹ of the optimum's and its mean `WS` within 10⁻⁹ — far below
-/// any measured difference (a matrix holds a few significant digits).
-/// Larger values than `WS` ≤ 10⁶ scale down so that no weight passes
-/// 10¹⁵ (sums of 500 of them stay far inside `i128`); the bound is then
-/// relative, 10⁻¹⁵ of the largest `WS`.
+/// Integer weights for the matching (integers keep it exact: no
+/// comparison of sums of floats): `WS` scaled by 10⁹ and rounded. Rounding
+/// moves each pair's weight by at most 0.5·10⁻⁹, so the sum of the schedule
+/// found is within (pairs)·10⁻⁹ of the optimum's and its mean `WS` within
+/// 10⁻⁹: far below any measured difference (a matrix holds a few
+/// significant digits). A matrix with a `WS` above 4.29 (none read from a
+/// file: see `matrix.rs`) scales down so that no weight passes 2³², which
+/// keeps every dual far inside `i64`; the bound is then relative, 2⁻³³ of
+/// the largest `WS`.
 const SCALE: f64 = 1e9;
-const LARGEST_WEIGHT: f64 = 1e15;
+const LARGEST_WEIGHT: f64 = 4_294_967_296.0;
 
 /// The best schedule (highest mean WS).
 pub fn best(m: &Matrix) -> Schedule {
-    optimum(m, true)
+    optimum(m, true, &mut |_| {})
 }
 
 /// The worst schedule (lowest mean WS).
 pub fn worst(m: &Matrix) -> Schedule {
-    optimum(m, false)
+    optimum(m, false, &mut |_| {})
 }
 
-fn optimum(m: &Matrix, maximize: bool) -> Schedule {
+/// The best (`maximize`) or worst schedule; `stage` hears how many
+/// programs are still unpaired after each step of the matching.
+pub(crate) fn optimum(m: &Matrix, maximize: bool, stage: &mut dyn FnMut(usize)) -> Schedule {
     let n = m.len();
     if n <= 1 {
         let pairs: Vec<(usize, usize)> = (0..n).map(|i| (i, i)).collect();
@@ -68,47 +69,29 @@ fn optimum(m: &Matrix, maximize: bool) -> Schedule {
     // with WS = 1: a perfect matching of n + 1 vertices is a schedule.
     let alone = n;
     let nodes = n + n % 2;
-    let ws = |i: usize, j: usize| if j == alone { 1.0 } else { m.ws[i][j] };
-    // Every weight is positive (C - WS for the worst, with C above every
-    // WS), so the optimum is also a maximum-weight matching; asking for
-    // maximum cardinality on the complete graph makes it perfect.
-    let top = m.ws.iter().flatten().copied().fold(1.0f64, f64::max) + 1.0;
+    let top = m.ws.iter().flatten().copied().fold(1.0f64, f64::max);
     let scale = SCALE.min(LARGEST_WEIGHT / top);
-    let weight = |ws: f64| -> i128 {
-        let w = if maximize { ws } else { top - ws };
-        (w * scale).round() as i128
-    };
-    let mut g: UnGraph<(), i128> = UnGraph::with_capacity(nodes, nodes * (nodes - 1) / 2);
-    for _ in 0..nodes {
-        g.add_node(());
-    }
+    let sign = if maximize { 1.0 } else { -1.0 };
+    let mut w = vec![0i64; nodes * nodes];
     for i in 0..nodes {
-        for j in i + 1..nodes {
-            g.add_edge((i as u32).into(), (j as u32).into(), weight(ws(i, j)));
+        for j in 0..nodes {
+            if i != j {
+                let ws = if i == alone || j == alone {
+                    1.0
+                } else {
+                    m.ws[i][j]
+                };
+                w[i * nodes + j] = (sign * ws * scale).round() as i64;
+            }
         }
     }
-    let matched = rustworkx_core::max_weight_matching::max_weight_matching(
-        &g,
-        true,
-        |e| Ok::<i128, std::convert::Infallible>(*e.weight()),
-        // Its own check of the optimum is O(n³) again; the property test
-        // checks against brute force instead.
-        false,
-    );
-    let matched = match matched {
-        Ok(set) => set,
-        Err(never) => match never {},
-    };
-    let mut pairs: Vec<(usize, usize)> = matched
-        .into_iter()
-        .map(|(a, b)| {
-            let (a, b) = (a.min(b), a.max(b));
-            if b == alone {
-                (a, a)
-            } else {
-                (a, b)
-            }
-        })
+    let mate = max_weight_perfect_matching(nodes, &w, stage);
+    drop(w);
+    let mut pairs: Vec<(usize, usize)> = mate
+        .iter()
+        .enumerate()
+        .filter(|&(a, &b)| a < b)
+        .map(|(a, &b)| if b == alone { (a, a) } else { (a, b) })
         .collect();
     pairs.sort_unstable();
     debug_assert_eq!(pairs.len(), nodes / 2, "a perfect matching");
@@ -204,6 +187,81 @@ mod tests {
         let m = matrix(4, &[1.0, 1e300, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0]);
         assert_eq!(best(&m).pairs, [(0, 1), (2, 3)]);
         assert_eq!(worst(&m).pairs.len(), 2);
+    }
+
+    /// The optimum by rustworkx-core's general-graph blossom algorithm
+    /// (what this module used before its own): on `C - WS` for the worst,
+    /// an "alone" vertex for an odd count.
+    fn rustworkx_optimum(m: &Matrix, maximize: bool) -> f64 {
+        use petgraph::graph::UnGraph;
+        let n = m.len();
+        let nodes = n + n % 2;
+        let top = m.ws.iter().flatten().copied().fold(1.0f64, f64::max) + 1.0;
+        let ws = |i: usize, j: usize| if j == n { 1.0 } else { m.ws[i][j] };
+        let mut g: UnGraph<(), i128> = UnGraph::default();
+        for _ in 0..nodes {
+            g.add_node(());
+        }
+        for i in 0..nodes {
+            for j in i + 1..nodes {
+                let w = if maximize { ws(i, j) } else { top - ws(i, j) };
+                g.add_edge(
+                    (i as u32).into(),
+                    (j as u32).into(),
+                    (w * 1e9).round() as i128,
+                );
+            }
+        }
+        let matched = rustworkx_core::max_weight_matching::max_weight_matching(
+            &g,
+            true,
+            |e| Ok::<i128, std::convert::Infallible>(*e.weight()),
+            false,
+        )
+        .unwrap_or_else(|never| match never {});
+        let pairs: Vec<(usize, usize)> = matched
+            .into_iter()
+            .map(|(a, b)| {
+                let (a, b) = (a.min(b), a.max(b));
+                if b == n {
+                    (a, a)
+                } else {
+                    (a, b)
+                }
+            })
+            .collect();
+        assert!(is_a_schedule(n, &pairs));
+        speedup(m, &pairs)
+    }
+
+    #[test]
+    fn the_optimum_agrees_with_rustworkx_beyond_brute_force() {
+        // Too many programs for brute force: an independent implementation
+        // instead, on tenths (many ties, many blossoms) and on thousandths,
+        // even and odd counts.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for (n, levels) in [(40, 31), (41, 31), (90, 1201), (121, 31), (150, 1201)] {
+            let upper: Vec<f64> = (0..n * (n + 1) / 2)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let step = if levels == 31 { 10.0 } else { 1000.0 };
+                    (x % levels) as f64 / step
+                })
+                .collect();
+            let m = matrix(n, &upper);
+            for maximize in [true, false] {
+                let ours = optimum(&m, maximize, &mut |_| {});
+                let theirs = rustworkx_optimum(&m, maximize);
+                assert!(
+                    (ours.speedup - theirs).abs() < 1e-9,
+                    "n {n}, maximize {maximize}: {} against rustworkx's {theirs}",
+                    ours.speedup
+                );
+                assert!(is_a_schedule(n, &ours.pairs), "n {n}: {:?}", ours.pairs);
+            }
+        }
     }
 
     proptest! {

@@ -3,7 +3,11 @@
 //! i)/rate_j(alone)`; 1.0 = no gain over running them one after the
 //! other), symmetric, the diagonal a program with a copy of itself; checked
 //! when it is made ([`Matrix::new`]), so everything downstream can index it
-//! without checking again. Its CSV form is `csv.rs`.
+//! without checking again. A matrix given as numbers (a file) is also held
+//! to what co-running programs can do ([`Matrix::new_given`], [`MAX_WS`]).
+//! Its CSV form is `csv.rs`.
+
+use std::fmt;
 
 /// 95% intervals of a matrix's cells, `[i][j]`, `None` where a cell has
 /// none.
@@ -43,6 +47,48 @@ pub struct Matrix {
     /// What the gain's interval can be drawn from (the pairs study sets
     /// it; a matrix read from a file has no samples).
     pub resampling: Resampling,
+}
+
+/// The largest `WS` a matrix given as numbers may hold. `WS(i,j)` adds two
+/// normalized speeds, each program's rate beside the other over its rate
+/// alone: above 0 (it ran) and at most about 1 (sharing a core, a cache or
+/// memory bandwidth slows a program; it does not speed it up), so `WS` lies
+/// in (0, 2], 2.0 being no interference at all. Measured matrices pass 2 by
+/// noise, and by more when the alone runs were slowed (the pairs study
+/// names those cells); 4 leaves room for both, each program twice as fast
+/// beside a partner as alone, which nothing physical does. Above it is a
+/// mistake: percentages (145 for 1.45), a unit mixed up, a number mangled
+/// (1e308) — and it would carry the analysis to meaningless or infinite
+/// speedups.
+pub const MAX_WS: f64 = 4.0;
+
+/// A number as a message shows it: plainly, or in exponent form when that
+/// would be tens of digits (`1e308`, not 309 of them).
+pub(crate) struct Num(pub f64);
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v.is_finite() && v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
+        }
+    }
+}
+
+/// What a percentage mistaken for a `WS` would be, when it would be one:
+/// the hint after an implausible value.
+fn percent_hint(value: &f64) -> String {
+    if *value > MAX_WS && *value <= MAX_WS * 100.0 {
+        format!(
+            "; if the matrix holds percentages, divide them by 100 ({} is {})",
+            Num(*value),
+            Num(*value / 100.0)
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// Why a matrix is not one; every message is one line naming the row,
@@ -87,7 +133,10 @@ pub enum MatrixError {
         col: String,
         text: String,
     },
-    #[error("cell ({row}, {col}) = {value} is negative (a weighted speedup is 0 or more)")]
+    #[error(
+        "cell ({row}, {col}) = {} is negative (a weighted speedup is 0 or more)",
+        Num(*.value)
+    )]
     Negative {
         row: String,
         col: String,
@@ -100,8 +149,23 @@ pub enum MatrixError {
         value: f64,
     },
     #[error(
-        "not symmetric: ({a}, {b}) = {ab} but ({b}, {a}) = {ba}; WS(i,j) is one number per pair, \
-         the same in both cells"
+        "cell ({row}, {col}) = {} is not a plausible weighted speedup: WS(i,j) adds the two \
+         programs' speeds beside each other relative to alone, each above 0 and at most about 1 \
+         (a program does not run faster beside another), so a WS must be above 0 and at most \
+         {MAX_WS} (twice as fast as alone for both: room for noise and slowed baselines){}",
+        Num(*.value),
+        percent_hint(.value)
+    )]
+    Implausible {
+        row: String,
+        col: String,
+        value: f64,
+    },
+    #[error(
+        "not symmetric: ({a}, {b}) = {} but ({b}, {a}) = {}; WS(i,j) is one number per pair, the \
+         same in both cells",
+        Num(*.ab),
+        Num(*.ba)
     )]
     Asymmetric {
         a: String,
@@ -120,14 +184,33 @@ impl Matrix {
     /// A matrix from names and values, checked: square, names unique and
     /// not empty, every value finite and not negative, symmetric.
     pub fn new(names: Vec<String>, ws: Vec<Vec<f64>>) -> Result<Matrix, MatrixError> {
+        Matrix::checked(names, ws, false)
+    }
+
+    /// A matrix given as numbers (a file), checked as [`Matrix::new`] does
+    /// and also every value plausible: above 0 and at most [`MAX_WS`]. A
+    /// measured matrix is made by [`Matrix::new`]: the pairs study says
+    /// itself what its cells above 2 mean.
+    pub fn new_given(names: Vec<String>, ws: Vec<Vec<f64>>) -> Result<Matrix, MatrixError> {
+        Matrix::checked(names, ws, true)
+    }
+
+    fn checked(
+        names: Vec<String>,
+        ws: Vec<Vec<f64>>,
+        plausible: bool,
+    ) -> Result<Matrix, MatrixError> {
         if names.is_empty() {
             return Err(MatrixError::Empty);
         }
+        // A set, not a scan of the names before each: thousands of
+        // programs.
+        let mut seen = std::collections::HashSet::with_capacity(names.len());
         for (i, n) in names.iter().enumerate() {
             if n.trim().is_empty() {
                 return Err(MatrixError::EmptyName(i + 1));
             }
-            if names[..i].contains(n) {
+            if !seen.insert(n) {
                 return Err(MatrixError::DuplicateName(n.clone()));
             }
         }
@@ -147,12 +230,18 @@ impl Matrix {
                 });
             }
             for (j, &value) in row.iter().enumerate() {
-                let (row, col) = (names[i].clone(), names[j].clone());
+                let cell = || (names[i].clone(), names[j].clone());
                 if !value.is_finite() {
+                    let (row, col) = cell();
                     return Err(MatrixError::NotFinite { row, col, value });
                 }
                 if value < 0.0 {
+                    let (row, col) = cell();
                     return Err(MatrixError::Negative { row, col, value });
+                }
+                if plausible && !(value > 0.0 && value <= MAX_WS) {
+                    let (row, col) = cell();
+                    return Err(MatrixError::Implausible { row, col, value });
                 }
             }
         }

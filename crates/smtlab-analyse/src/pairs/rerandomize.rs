@@ -2,27 +2,35 @@
 //! al.'s remedy for an unlucky pairing): over k periods its speedup is the
 //! mean of k random schedules, so its mean stays that of one random
 //! schedule while its spread narrows (as 1/√k). Simulated here for k = 1,
-//! 2, 4, ..., 64, each over many schedulers, on every core; reproducible
-//! like `random` (each block of schedulers keyed by (seed, k, block)).
-//! Uses `matrix` and `random`.
+//! 2, 4, ..., 64, each over many schedulers.
+//!
+//! Scheduler `s` runs the random schedules `64·s .. 64·s + 63` of the
+//! analysis' one stream (`random`), and after k periods has run the first k
+//! of them: each k's schedulers are independent of each other, as they
+//! must be, while the k's share their draws (common random numbers: the
+//! band's narrowing is not blurred by fresh noise at every k). With the
+//! default 10 million trials the draws are the random distribution's own
+//! first 1.28 million, so re-randomizing costs nothing more; with fewer
+//! trials the stream is drawn on. Reproducible like `random`. Uses `matrix`
+//! and `random`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use smtlab_stats::{percentile, rng_for_domain};
+use smtlab_stats::percentile;
 
 use super::matrix::Matrix;
-use super::random::{all_threads, Drawer};
+use super::progress::Progress;
+use super::random::{self, all_threads, Table};
 
 /// The numbers of periods simulated.
 pub const PERIODS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// Random schedules each simulated scheduler runs: one per period of the
+/// longest simulation.
+pub const DRAWS_PER_SCHEDULER: usize = 64;
 
 /// Simulated schedulers per number of periods unless told otherwise:
 /// enough that the 5th and 95th percentiles move by well under a tenth of
 /// a percentage point from one seed to another.
 pub const SCHEDULERS: usize = 20_000;
-
-/// Schedulers simulated per block (one unit of work for a thread).
-const BLOCK: usize = 1_000;
 
 /// A re-randomizing scheduler's speedup after `periods` periods, over
 /// `schedulers` simulated ones: the mean, and the 5th, 50th and 95th
@@ -38,68 +46,55 @@ pub struct Rerandomized {
     pub p95: f64,
 }
 
-/// [`PERIODS`], each over `schedulers` (at least 1) simulated schedulers,
-/// on every core.
-pub fn rerandomization(m: &Matrix, schedulers: usize, seed: u64) -> Vec<Rerandomized> {
-    rerandomization_on(m, schedulers, seed, all_threads())
+/// The random schedules `schedulers` simulated schedulers need (at least
+/// one scheduler).
+pub fn draws_needed(schedulers: usize) -> usize {
+    schedulers.max(1) * DRAWS_PER_SCHEDULER
 }
 
-/// [`rerandomization`] on `threads` threads (the same numbers for any
-/// count).
-pub fn rerandomization_on(
-    m: &Matrix,
-    schedulers: usize,
-    seed: u64,
-    threads: usize,
-) -> Vec<Rerandomized> {
+/// [`PERIODS`], each over `schedulers` (at least 1) simulated schedulers,
+/// drawn from `seed` on every core: the same numbers as the analysis of
+/// `m` with this seed shows.
+pub fn rerandomization(m: &Matrix, schedulers: usize, seed: u64) -> Vec<Rerandomized> {
+    let table = Table::new(m);
+    // Every schedule's mean WS lies between the smallest and largest cell
+    // (or 1, alone): a range that clamps nothing.
+    let cells = m.ws.iter().flatten().copied().chain([1.0]);
+    let lo = cells.clone().fold(f64::INFINITY, f64::min) - 1.0;
+    let hi = cells.fold(f64::NEG_INFINITY, f64::max) - 1.0;
+    let (_, draws) = random::draw(
+        &table,
+        1,
+        draws_needed(schedulers),
+        seed,
+        (lo, hi),
+        all_threads(),
+        &Progress::new(),
+    );
+    from_draws(&draws, schedulers)
+}
+
+/// [`PERIODS`] over `schedulers` (at least 1) simulated schedulers, from
+/// the speedups of [`draws_needed`] random schedules, in stream order.
+pub fn from_draws(draws: &[f64], schedulers: usize) -> Vec<Rerandomized> {
     let schedulers = schedulers.max(1);
-    let blocks = schedulers.div_ceil(BLOCK);
-    // Job `j` is block `j % blocks` of `PERIODS[j / blocks]`.
-    let jobs = PERIODS.len() * blocks;
-    let next = AtomicUsize::new(0);
-    let done: Vec<(usize, Vec<f64>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads.clamp(1, jobs))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut drawer = Drawer::new(m);
-                    let mut out = Vec::new();
-                    loop {
-                        let j = next.fetch_add(1, Ordering::Relaxed);
-                        if j >= jobs {
-                            break;
-                        }
-                        let (k, b) = (PERIODS[j / blocks], j % blocks);
-                        let stream = u64::from(k) << 32 | b as u64;
-                        let mut rng = rng_for_domain(seed, b"pairsrep", stream);
-                        drawer.reset();
-                        let count = BLOCK.min(schedulers - b * BLOCK);
-                        let means = (0..count)
-                            .map(|_| {
-                                (0..k).map(|_| drawer.draw(&mut rng)).sum::<f64>() / f64::from(k)
-                            })
-                            .collect();
-                        out.push((j, means));
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("a simulating thread does not panic"))
-            .collect()
-    });
-    let mut done = done;
-    done.sort_by_key(|&(j, _)| j);
+    assert!(draws.len() >= draws_needed(schedulers), "too few draws");
+    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(schedulers); PERIODS.len()];
+    for run in draws.chunks_exact(DRAWS_PER_SCHEDULER).take(schedulers) {
+        let mut sum = 0.0;
+        let mut p = 0;
+        for (k, &x) in run.iter().enumerate() {
+            sum += x;
+            if k + 1 == PERIODS[p] as usize {
+                means[p].push(sum / f64::from(PERIODS[p]));
+                p += 1;
+            }
+        }
+    }
     PERIODS
         .iter()
-        .enumerate()
-        .map(|(p, &periods)| {
-            // Blocks in order, so the mean is summed the same way always.
-            let mut v: Vec<f64> = done[p * blocks..(p + 1) * blocks]
-                .iter()
-                .flat_map(|(_, means)| means.iter().copied())
-                .collect();
+        .zip(means)
+        .map(|(&periods, mut v)| {
             let mean = v.iter().sum::<f64>() / v.len() as f64;
             v.sort_by(f64::total_cmp);
             Rerandomized {
@@ -141,11 +136,26 @@ mod tests {
     }
 
     #[test]
-    fn the_same_seed_gives_the_same_numbers_on_any_number_of_threads() {
+    fn the_same_seed_gives_the_same_numbers_and_another_seed_others() {
         let m = four();
-        let one = rerandomization_on(&m, 2500, 9, 1);
-        assert_eq!(rerandomization_on(&m, 2500, 9, 3), one);
-        assert_ne!(rerandomization_on(&m, 2500, 10, 2), one);
-        assert_eq!(rerandomization_on(&m, 0, 9, 2)[0].schedulers, 1);
+        let one = rerandomization(&m, 2500, 9);
+        assert_eq!(rerandomization(&m, 2500, 9), one);
+        assert_ne!(rerandomization(&m, 2500, 10), one);
+        assert_eq!(rerandomization(&m, 0, 9)[0].schedulers, 1);
+    }
+
+    #[test]
+    fn each_period_is_the_mean_of_that_many_of_a_schedulers_draws() {
+        // Scheduler 0 draws 0..64, scheduler 1 draws 64..128.
+        let draws: Vec<f64> = (0..128)
+            .map(|k| if k < 64 { k as f64 } else { 0.0 })
+            .collect();
+        let rr = from_draws(&draws, 2);
+        for r in &rr {
+            let k = f64::from(r.periods);
+            // Scheduler 0 after k periods: the mean of 0..k, (k - 1) / 2.
+            assert_eq!(r.mean, (k - 1.0) / 4.0, "{r:?}");
+            assert_eq!(r.p95, percentile(&[0.0, (k - 1.0) / 2.0], 95.0), "{r:?}");
+        }
     }
 }
