@@ -247,7 +247,7 @@ fn main() {
         std::fs::metadata(&m2000).map_or(0, |m| m.len() >> 20)
     );
     println!(
-        "{:<26} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  target",
+        "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  target",
         "in process (s)", "parse", "exact", "draws", "json", "total", "peak RSS"
     );
     let cases: [(&Path, Option<u64>, f64); 4] = [
@@ -272,7 +272,7 @@ fn main() {
             }
         );
         println!(
-            "{label:<26} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>9}  <= {target} s {}",
+            "{label:<34} {:>6.2} {:>6.2} {:>6.2} {:>6.2} {:>7.2} {:>9}  <= {target} s {}",
             r.parse_s,
             r.exact_s,
             r.draws_s,
