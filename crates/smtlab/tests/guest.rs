@@ -351,6 +351,10 @@ fn a_guest_that_does_not_boot_in_time_is_stopped_and_cleaned_up() {
     );
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    assert!(
+        !out.path().join(".guest/bin").exists(),
+        "the copy of the release build is left"
+    );
 }
 
 /// SIGKILL of the runner while its guest boots: the watchdog stops the
@@ -390,12 +394,17 @@ fn a_killed_runner_leaves_no_guest_and_no_directory() {
     loop {
         let left = processes_mentioning(&needle);
         let files: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
-        if left.is_empty() && files.is_empty() {
+        // The copy of the release build the guest ran goes too.
+        let bin = out.path().join(".guest/bin");
+        if left.is_empty() && files.is_empty() && !bin.exists() {
             break;
         }
         assert!(
             std::time::Instant::now() < until,
-            "left after the runner's SIGKILL: processes {left:?}, files {files:?}"
+            "left after the runner's SIGKILL: processes {left:?}, files {files:?}, {} \
+             exists: {}",
+            bin.display(),
+            bin.exists()
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
