@@ -305,16 +305,7 @@ impl ChatLoadReport {
             ));
         }
         if self.deliveries == 0 {
-            let errors: Vec<String> = self
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            let errors = if errors.is_empty() {
-                "none".to_string()
-            } else {
-                errors.join(", ")
-            };
+            let errors = crate::load::errors_list(&self.errors);
             return Some(format!(
                 "no message delivered: {} sent, errors: {errors}{closed}",
                 self.sent

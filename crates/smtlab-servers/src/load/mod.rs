@@ -194,16 +194,7 @@ impl LoadReport {
     /// end, and the errors, so "no success" and "no error" are never both
     /// said alone.
     fn nothing_succeeded(&self) -> String {
-        let errors: Vec<String> = self
-            .errors
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let errors = if errors.is_empty() {
-            "none".to_string()
-        } else {
-            errors.join(", ")
-        };
+        let errors = errors_list(&self.errors);
         let (what, answered) = if self.requests == 0 {
             ("no request answered", String::new())
         } else {
@@ -466,6 +457,16 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         sent: merged.sent,
         in_flight_at_end: merged.in_flight_at_end,
     })
+}
+
+/// Errors by kind as `kind count, kind count`, or `none`: how both load
+/// generators say what went wrong beside "nothing succeeded".
+pub(crate) fn errors_list(errors: &BTreeMap<String, u64>) -> String {
+    if errors.is_empty() {
+        return "none".to_string();
+    }
+    let list: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    list.join(", ")
 }
 
 #[cfg(test)]
