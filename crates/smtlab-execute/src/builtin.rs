@@ -16,11 +16,10 @@ use nix::sys::signal::Signal;
 
 use crate::assemble::assemble_sample;
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 use crate::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
-use smtlab_types::{Point, Program, Spawn};
+use smtlab_types::{Outcome, Point, Program, Spawn};
 
 /// Set-up may take long (building tables), but not forever: without
 /// `--timeout`, it gets this long; with it, `--timeout` bounds the set-up

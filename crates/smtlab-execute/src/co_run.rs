@@ -20,10 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use smtlab_types::{Mode, Model, Point, Program, ResourceUsage, Sample, SampleStatus};
+use smtlab_types::{Mode, Model, Outcome, Point, Program, ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 
 /// One part's result: its counted samples' rates, or why it failed.
 enum PartEnd {

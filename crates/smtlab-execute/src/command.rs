@@ -24,13 +24,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{sum_counters, CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{Point, Program};
+use smtlab_types::{Outcome, Point, Program};
 use smtlab_types::{ResourceUsage, Sample, SampleStatus, WorkerSample};
 
 const POLL: Duration = Duration::from_millis(50);

@@ -1,12 +1,11 @@
 //! One sample of a point, by the kind of its program: a built-in workload
 //! a user command, programs co-running, a server, or the ranks of a DSM
 //! application. Uses `builtin`, `command`, `co_run`, `server`,
-//! `chat_sample`, `dsm_sample`, `context` and `outcome`.
+//! `chat_sample`, `dsm_sample` and `context`.
 
-use smtlab_types::{Point, Program};
+use smtlab_types::{Outcome, Point, Program};
 
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 use crate::{builtin, chat_sample, co_run, command, dsm_sample, server};
 
 /// Take one sample of `point`.

@@ -10,7 +10,7 @@
 //!
 //! [`dsm_sample`] is the one place a [`RunReport`] becomes a sample: this
 //! module's launch and `smtlab rank` (ranks started by `mpirun`/`srun`)
-//! both use it. Uses `context` and `outcome`.
+//! both use it. Uses `context`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -23,10 +23,11 @@ use nix::sys::signal::Signal;
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
 use smtlab_dsm::{DsmParams, RunReport};
 use smtlab_sys::{self as sys, ChildEnd};
-use smtlab_types::{CpuSet, Point, Program, ResourceUsage, Sample, SampleStatus, WorkerSample};
+use smtlab_types::{
+    CpuSet, Outcome, Point, Program, ResourceUsage, Sample, SampleStatus, WorkerSample,
+};
 
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 
 /// How often the wait for the ranks looks at Ctrl-C and the deadline.
 const POLL: Duration = Duration::from_millis(50);

@@ -17,13 +17,14 @@
 //!   conversion of a DSM report into a sample (`smtlab rank` uses it too).
 //!
 //! Bottom-up, the other files: [`protocol`] (the messages), `context.rs`
-//! ([`SampleContext`]), `outcome.rs` ([`Outcome`]), `assemble.rs` (a
-//! built-in sample from its workers' reports), [`worker`], then
-//! [`builtin`] and [`command`]; [`pin`] is `smtlab pin` and the library
-//! `command` preloads; [`preload_check`] checks, in a child, that an
-//! allocator's library really loads. `dispatch.rs` sends a sample to the
-//! module of its program's kind ([`run_sample`]); this root only declares
-//! and re-exports.
+//! ([`SampleContext`]), `assemble.rs` (a built-in sample from its workers'
+//! reports), [`worker`], then [`builtin`] and [`command`]; [`pin`] is
+//! `smtlab pin` and the library `command` preloads; [`preload_check`]
+//! checks, in a child, that an allocator's library really loads. `dispatch.rs` sends a sample to the
+//! module of its program's kind ([`run_sample`]); `sampler.rs` makes a
+//! [`SampleContext`] the engine's `smtlab_measure::Sampler` through it. A
+//! sample's result is `smtlab_types::Outcome`. This root only declares and
+//! re-exports.
 //!
 //! Every child started here dies with smtlab (PDEATHSIG) and is reaped
 //! before a sample returns, whatever happened to it. A server's processes
@@ -39,10 +40,10 @@ pub mod command;
 mod context;
 mod dispatch;
 pub mod dsm_sample;
-mod outcome;
 pub mod pin;
 pub mod preload_check;
 pub mod protocol;
+mod sampler;
 pub mod server;
 pub mod servers;
 pub mod watchdog;
@@ -50,4 +51,3 @@ pub mod worker;
 
 pub use context::SampleContext;
 pub use dispatch::run_sample;
-pub use outcome::Outcome;

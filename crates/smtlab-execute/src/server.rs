@@ -47,11 +47,10 @@ use smtlab_servers::load::{self, client_cpus, LoadConfig, LoadReport, Urls};
 use smtlab_servers::reference::nginx::{self, NginxConfig};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{CounterStatus, Mode, Point, Program};
+use smtlab_types::{CounterStatus, Mode, Outcome, Point, Program};
 use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
-use crate::outcome::Outcome;
 use crate::watchdog::{WatchedDir, WatchedGroup};
 
 /// The servers this file measures (the chat servers are `chat_sample`'s).

@@ -14,11 +14,10 @@
 //! which implements the log), test doubles return fixed values and keep
 //! samples in memory.
 
-use smtlab_execute::Outcome;
 use smtlab_stats as stats;
-use smtlab_types::{Point, RunSpec, Sample, SampleStatus};
+use smtlab_types::{Outcome, Point, RunSpec, Sample, SampleLog, SampleStatus};
 
-use crate::sampler::{SampleLog, Sampler};
+use crate::sampler::Sampler;
 use crate::schedule::Scheduler;
 use crate::stop_rule::{should_stop, StopDecision, StopRule};
 

@@ -5,13 +5,15 @@
 //!
 //! * [`engine`]: the loop, and the [`Event`]s it emits
 //!   (it never prints);
-//! * [`sampler`]: its seams, [`Sampler`] (where samples come from) and
-//!   [`SampleLog`] (where they are committed);
+//! * [`sampler`]: its seam [`Sampler`] (where samples come from); where
+//!   they are committed is `smtlab_types::SampleLog`;
 //! * [`schedule`]: the seeded order of each round;
 //! * [`stop_rule`]: when a point has enough samples.
 //!
-//! Above execute in the pipeline (the real sampler runs a sample through
-//! `smtlab-execute`) and below the store (which implements [`SampleLog`]).
+//! It depends on the record types and the statistics only: the real
+//! sampler (`smtlab-execute`'s `SampleContext`) implements [`Sampler`]
+//! above this crate, and the store implements `SampleLog` beside it, so
+//! neither the programs measured nor the store are compiled into it.
 
 pub mod engine;
 pub mod sampler;
@@ -21,5 +23,5 @@ pub mod stop_rule;
 mod testing;
 
 pub use engine::{measure, Event, EventSink, RunEnd, MAX_FAILURES_IN_A_ROW};
-pub use sampler::{SampleLog, Sampler};
+pub use sampler::Sampler;
 pub use stop_rule::{should_stop, StopDecision, StopReason, StopRule, StopRuleError};

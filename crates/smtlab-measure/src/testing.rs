@@ -9,13 +9,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use smtlab_execute::Outcome;
 use smtlab_types::{
-    Metric, Mode, Model, Point, Program, ResourceUsage, RunSpec, Sample, SampleStatus, Spawn,
+    Metric, Mode, Model, Outcome, Point, Program, ResourceUsage, RunSpec, Sample, SampleLog,
+    SampleStatus, Spawn,
 };
 
 use crate::engine::{Event, EventSink};
-use crate::sampler::{SampleLog, Sampler};
+use crate::sampler::Sampler;
 
 /// One scripted sample.
 #[derive(Debug, Clone, PartialEq)]

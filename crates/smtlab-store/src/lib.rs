@@ -5,7 +5,7 @@
 //! between the record types of `smtlab-types` (runs, points, samples) and
 //! rows, one file per kind of record (`runs.rs`, `points.rs`,
 //! `samples.rs`). Written by the CLI (a run's record and its points) and
-//! by the measurement loop, through the [`SampleLog`](smtlab_measure::SampleLog)
+//! by the measurement loop, through the [`SampleLog`](smtlab_types::SampleLog)
 //! it implements (`sample_log.rs`: a sample as soon as it is measured);
 //! read by the analysis, the studies' reports and the CLI's `runs` and
 //! `show`. It knows nothing of how samples are measured.

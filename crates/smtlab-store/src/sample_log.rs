@@ -1,8 +1,7 @@
 //! The store as the measurement loop's [`SampleLog`]: where every sample is
 //! committed as it is measured, and found again when a run is resumed.
 
-use smtlab_measure::SampleLog;
-use smtlab_types::Sample;
+use smtlab_types::{Sample, SampleLog};
 
 use crate::error::StoreError;
 use crate::store::Store;

@@ -14,22 +14,30 @@
 //! * [`run_spec`]: what a run sweeps and how it samples;
 //! * [`sample`]: what one measurement produces;
 //! * [`run`]: a run as stored, and its host facts;
+//! * [`outcome`]: what trying to take one sample gives (the engine's
+//!   `Sampler` returns it);
+//! * [`sample_log`]: where the engine commits samples ([`SampleLog`], which
+//!   the store implements): the contract lives here so that the store does
+//!   not depend on the engine;
 //! * [`study`]: which question a run answers, and what the machine could not
 //!   show;
 //! * [`table`]: a table of text cells for reports.
 
 pub mod comm;
 pub mod cpuset;
+pub mod outcome;
 pub mod point;
 pub mod policy;
 pub mod run;
 pub mod run_spec;
 pub mod sample;
+pub mod sample_log;
 pub mod study;
 pub mod table;
 
 pub use comm::{Comm, CommError};
 pub use cpuset::{CpuSet, CpuSetError};
+pub use outcome::Outcome;
 pub use point::{
     CoPart, Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, MAX_WORKERS,
     VARIANT_PARAMS,
@@ -40,5 +48,6 @@ pub use run_spec::{MetricRegex, MetricSpec, RunSpec};
 pub use sample::{
     CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus, WorkerSample,
 };
+pub use sample_log::SampleLog;
 pub use study::{StudyKind, StudyMeta, UnknownStudy};
 pub use table::Table;

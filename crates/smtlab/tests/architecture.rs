@@ -511,3 +511,108 @@ fn the_safety_check_finds_a_bare_block() {
     assert!(missing_safety("a.rs", with).is_empty());
     assert_eq!(missing_safety("a.rs", without).len(), 1);
 }
+
+/// Each workspace crate and the workspace crates it depends on to build
+/// (normal dependencies, whatever their target or features; not dev or
+/// build), as `cargo metadata` reads the manifests.
+fn normal_deps() -> BTreeMap<String, BTreeSet<String>> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let names: BTreeSet<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap())
+                .filter(|d| names.contains(d))
+                .map(str::to_string)
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), deps)
+        })
+        .collect()
+}
+
+/// Every workspace crate `name` needs to build, itself excluded.
+fn closure(deps: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![name.to_string()];
+    while let Some(n) = todo.pop() {
+        for d in deps.get(&n).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// Reading results is pure functions over stored samples: the store, the
+/// analysis and the report must build without the programs smtlab measures
+/// (servers, the DSM and its applications and message layer), the crate
+/// that runs them, or the measurement engine. One stray edge (the store
+/// naming the engine's trait, the engine naming execute's type) once made
+/// analysis compile 15 of the workspace's crates.
+#[test]
+fn reading_results_compiles_neither_the_engine_nor_what_it_runs() {
+    const READERS: [&str; 3] = ["smtlab-store", "smtlab-analyse", "smtlab-report"];
+    const RUNNERS: [&str; 6] = [
+        "smtlab-servers",
+        "smtlab-dsm",
+        "smtlab-dsm-apps",
+        "smtlab-msg",
+        "smtlab-execute",
+        "smtlab-measure",
+    ];
+    let deps = normal_deps();
+    for reader in READERS {
+        assert!(deps.contains_key(reader), "no crate {reader}");
+        let needs = closure(&deps, reader);
+        let wrong: Vec<&str> = RUNNERS.into_iter().filter(|r| needs.contains(*r)).collect();
+        assert!(
+            wrong.is_empty(),
+            "{reader} builds {wrong:?} (it needs {needs:?}); move the shared \
+             types down to smtlab-types instead"
+        );
+    }
+}
+
+#[test]
+fn the_closure_follows_chains() {
+    let deps: BTreeMap<String, BTreeSet<String>> = [
+        ("a", &["b"][..]),
+        ("b", &["c"][..]),
+        ("c", &[][..]),
+        ("d", &["a"][..]),
+    ]
+    .into_iter()
+    .map(|(n, ds)| (n.to_string(), ds.iter().map(|d| d.to_string()).collect()))
+    .collect();
+    assert_eq!(
+        closure(&deps, "a"),
+        BTreeSet::from(["b".to_string(), "c".to_string()])
+    );
+    assert!(closure(&deps, "c").is_empty());
+}

@@ -1,7 +1,9 @@
 //! What trying to take one sample gives: a sample to store, or nothing
-//! because the user stopped it. Uses no other module of this crate.
+//! because the user stopped it. Here, not in execute, because the engine's
+//! `Sampler` contract returns it and the engine must not depend on the crate
+//! that runs workers (nor, through it, on the servers and the DSM).
 
-use smtlab_types::Sample;
+use crate::sample::Sample;
 
 /// The result of trying to take one sample.
 #[derive(Debug)]
