@@ -9,8 +9,8 @@
 
 use serde::Serialize;
 
+use smtlab_allocators::SMTALLOC_FILE;
 use smtlab_counters::{OpenError, HARDWARE_EVENTS};
-use smtlab_plan::allocator::SMTALLOC_FILE;
 use smtlab_types::{CounterScope, CounterStatus, CpuSet};
 
 use crate::facts::Facts;
@@ -702,8 +702,8 @@ pub fn diagnose(f: &Facts) -> Diagnosis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smtlab_allocators::ALLOCATORS;
     use smtlab_counters::{classify_open_error, CounterPlan, ProbeFacts};
-    use smtlab_plan::allocator::ALLOCATORS;
 
     use crate::facts::{CpuFacts, HypervisorFacts, TOOLS};
 

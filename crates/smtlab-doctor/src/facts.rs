@@ -1,7 +1,7 @@
 //! The doctor's facts: everything it judges, gathered once from this
 //! machine — the perf capability probe, the topology and CPU quota, SMT
 //! control, transparent huge pages, cpufreq governors, PSS support, the
-//! installed allocators (from `smtlab_plan::allocator`'s table), the
+//! installed allocators (from `smtlab_allocators`'s table), the
 //! external tools in PATH (its own [`TOOLS`] table) and the fd limit.
 //!
 //! Gathering never judges and never fails: what cannot be read is `None`
@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use smtlab_counters::{nofile_limit, CounterPlan};
-use smtlab_plan::allocator::{
+use smtlab_allocators::{
     allocator_dirs, library_dirs, locate_library, AllocatorInfo, ALLOCATORS, SMTALLOC_FILE,
 };
+use smtlab_counters::{nofile_limit, CounterPlan};
 use smtlab_topology::sysfs::SysfsError;
 use smtlab_types::CpuSet;
 

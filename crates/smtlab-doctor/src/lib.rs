@@ -1,5 +1,5 @@
 //! `smtlab doctor`: what this machine can and cannot measure, and how to fix
-//! each gap (including which allocators of `smtlab_plan::allocator` are
+//! each gap (including which allocators of `smtlab_allocators` are
 //! installed and which external tools are in PATH).
 //!
 //! Gathering (`facts.rs`: [`Facts::gather`] probes perf, reads sysfs and

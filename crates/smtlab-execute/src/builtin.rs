@@ -371,7 +371,7 @@ fn start_readers(
 fn spawn(
     how: Spawn,
     exe: &Path,
-    preload: Option<&smtlab_plan::allocator::Preload>,
+    preload: Option<&smtlab_allocators::Preload>,
     spec: &WorkerSpec,
 ) -> anyhow::Result<Spawned> {
     let mut line = serde_json::to_string(spec)?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use smtlab_plan::allocator::{Preload, Preloads};
+use smtlab_allocators::{Preload, Preloads};
 use smtlab_types::Point;
 
 /// What every sample of a run shares.

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use smtlab_plan::allocator::Preload;
+use smtlab_allocators::Preload;
 
 /// The exit code of `smtlab __loaded` when the library is not mapped.
 const NOT_LOADED: i32 = 3;

@@ -5,10 +5,9 @@
 //!
 //! The second stage of the pipeline: it uses the topology (placements), the
 //! workloads' descriptions (default mode and metric) and the record types;
-//! it runs nothing. Also owns the [`allocator`] table, since which
-//! allocators a run can use is decided when it is planned.
+//! it runs nothing. (The allocator table is `smtlab-allocators`, below its
+//! users: execute and doctor use it without planning anything.)
 
-pub mod allocator;
 mod expand;
 
 pub use expand::{expand, program_metric, PlanError, MAX_PLANNED_WORKERS};

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use smtlab_plan::allocator::{self, Allocator, AllocatorError};
+use smtlab_allocators::{self as allocator, Allocator, AllocatorError};
 use smtlab_plan::{expand, PlanError};
 use smtlab_topology::placement::place;
 use smtlab_topology::Topology;

@@ -1,5 +1,5 @@
 use super::*;
-use smtlab_plan::allocator::Allocator;
+use smtlab_allocators::Allocator;
 use smtlab_topology::{synthetic, Topology};
 use smtlab_types::{Mode, Model, Point, RunSpec};
 
@@ -181,7 +181,7 @@ fn alloc_study_compares_allocators_at_every_pu_and_lists_missing_ones() {
         .limits
         .iter()
         .find(|l| l.starts_with("Not installed"));
-    for a in smtlab_plan::allocator::ALLOCATORS {
+    for a in smtlab_allocators::ALLOCATORS {
         let measured = spec.allocs.iter().any(|x| x == a.name);
         let listed = missing.is_some_and(|l| l.contains(a.name));
         assert!(

@@ -136,7 +136,7 @@ fn main() {
     let allocs: Vec<&str> = ["glibc", "mimalloc", "jemalloc", "tcmalloc", "smtalloc"]
         .into_iter()
         .filter(|a| {
-            let ok = smtlab_plan::allocator::find_allocator(a).is_ok() || *a == "smtalloc";
+            let ok = smtlab_allocators::find_allocator(a).is_ok() || *a == "smtalloc";
             if !ok {
                 println!("{a}: not installed, skipped");
             }

@@ -13,9 +13,9 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+use smtlab_allocators::Allocator;
 use smtlab_dsm_apps::APPS;
 use smtlab_execute::servers::SERVERS;
-use smtlab_plan::allocator::Allocator;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
 use smtlab_types::{MetricRegex, Policy, PolicySpec, MAX_WORKERS};
@@ -243,7 +243,7 @@ pub fn allocator(text: &str) -> Result<Allocator, BadValue> {
 }
 
 /// [`smtlab_execute::preload_check::check_loadable`] with this binary.
-pub fn loadable(preload: &smtlab_plan::allocator::Preload) -> Result<(), String> {
+pub fn loadable(preload: &smtlab_allocators::Preload) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("locating the smtlab binary: {e}"))?;
     smtlab_execute::preload_check::check_loadable(&exe, preload).map_err(|e| e.to_string())
 }

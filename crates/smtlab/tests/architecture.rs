@@ -599,6 +599,30 @@ fn reading_results_compiles_neither_the_engine_nor_what_it_runs() {
     }
 }
 
+/// The doctor lists installed allocators and judges the machine; it plans
+/// nothing. With the allocator table in the planner, it built the planner,
+/// the workloads and the whole DSM for that table.
+#[test]
+fn the_doctor_builds_the_allocator_table_without_the_planner() {
+    let deps = normal_deps();
+    let needs = closure(&deps, "smtlab-doctor");
+    assert!(
+        needs.contains("smtlab-allocators"),
+        "smtlab-doctor no longer uses smtlab-allocators: {needs:?}"
+    );
+    for far in [
+        "smtlab-plan",
+        "smtlab-workloads",
+        "smtlab-dsm",
+        "smtlab-msg",
+    ] {
+        assert!(
+            !needs.contains(far),
+            "smtlab-doctor builds {far} (it needs {needs:?})"
+        );
+    }
+}
+
 #[test]
 fn the_closure_follows_chains() {
     let deps: BTreeMap<String, BTreeSet<String>> = [

@@ -255,7 +255,7 @@ fn user_command_sweep_fills_placeholders_per_model() {
 /// its own point's allocator preloaded.
 #[test]
 fn allocators_are_interleaved_and_each_point_gets_its_own_preload() {
-    if smtlab_plan::allocator::find_allocator("jemalloc").is_err() {
+    if smtlab_allocators::find_allocator("jemalloc").is_err() {
         support::skip("jemalloc not installed (apt-get install libjemalloc2)");
         return;
     }

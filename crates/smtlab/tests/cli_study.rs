@@ -482,7 +482,7 @@ fn report_and_compare_work_on_plain_runs() {
 
 #[test]
 fn alloc_study_table_agrees_with_its_verdicts() {
-    if smtlab_plan::allocator::find_allocator("mimalloc").is_err() {
+    if smtlab_allocators::find_allocator("mimalloc").is_err() {
         skip("mimalloc not installed (apt-get install libmimalloc2.0)");
         return;
     }

@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use smtlab_allocators::{Allocator, Preloads};
 use smtlab_analyse::summary::point_summaries;
 use smtlab_execute::SampleContext;
 use smtlab_measure::engine::{self, Event, EventSink, RunEnd};
 use smtlab_plan as plan;
-use smtlab_plan::allocator::{Allocator, Preloads};
 use smtlab_store::{collect_host_facts, HostFacts, NewRun, RunStatus, Store, StoreError};
 use smtlab_types::{Comm, Mode, Model, Point, Program, RunSpec, SampleStatus, SharedHost, Spawn};
 

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use smtlab_plan::allocator::{Allocator, Preloads};
+use smtlab_allocators::{Allocator, Preloads};
 use smtlab_store::RunStatus;
 use smtlab_study::comm_plan::COMM_APPS;
 use smtlab_study::pairs_plan::{describe_wave, Share};

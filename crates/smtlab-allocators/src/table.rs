@@ -1,6 +1,5 @@
-//! The allocator table: the memory allocators a run can compare
-//! (`--alloc`), each loaded into the workers with `LD_PRELOAD`, and where
-//! their libraries are found.
+//! The memory allocators a run can compare (`--alloc`), each loaded into
+//! the workers with `LD_PRELOAD`, and where their libraries are found.
 //!
 //! Planning resolves a run's allocators once ([`find_allocator`]), so a
 //! missing one is refused before anything runs; execution preloads what was
