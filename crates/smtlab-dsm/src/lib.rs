@@ -7,7 +7,6 @@ mod fetch_bench;
 mod launcher;
 mod managers;
 mod node;
-mod params;
 mod protocol;
 mod rank;
 mod registry;
@@ -19,10 +18,11 @@ pub use fetch_bench::{fault_floor_ns, page_fetch_ns, udp_ping_pong_ns};
 pub use launcher::{
     default_bind, default_rendezvous, from_env as launcher_from_env, path_component, LauncherRank,
 };
-pub use params::{
-    check_params, max_region_pages, region_pages, DsmParams, RanksFrom, MAX_LOSS, MAX_RANKS,
-};
 pub use rank::{run_local_threads, run_rank, RankArgs, RankError};
 pub use rendezvous::{sweep_stale, Rendezvous, RendezvousError, RendezvousSpecError, DIR_PREFIX};
 pub use report::{RankStats, RunReport, ThreadTime, TimeSplit};
 pub use stall::{on_stall, StallHandler, Stalled, DEFAULT_STALL_TIMEOUT};
+// The DSM's parameters live below it, where planning checks them too.
+pub use smtlab_dsm_params::{
+    check_params, max_region_pages, region_pages, DsmParams, RanksFrom, MAX_LOSS, MAX_RANKS,
+};

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use smtlab_dsm_apps::{Home, Region, Shared};
+use smtlab_dsm_params::pages_of;
 use smtlab_sys::{DsmRegion, PageAccess, DSM_PAGE};
 use smtlab_types::Comm;
 
@@ -60,12 +61,6 @@ const THREAD_NAP_MS: u64 = 2;
 /// up to one tick — 4 ms at Debian's HZ=250. A `poll` rank sleeps in a read
 /// only while its next timer is at least this far away.
 const READ_TIMEOUT_SLACK: Duration = Duration::from_millis(4);
-
-/// The pages an allocation of `words` words takes: whole pages, at least
-/// one (every allocation starts a page of its own).
-pub fn pages_of(words: usize) -> usize {
-    (words * 8).div_ceil(DSM_PAGE).max(1)
-}
 
 /// Whom the computation waits to hear from, for a rank that waited too
 /// long to name them.

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use smtlab_dsm_apps::{App, AppParams, Shared};
+use smtlab_dsm_params::{region_pages, DsmParams};
 use smtlab_msg::{Config, Endpoint, Fault, UdpTransport};
 use smtlab_types::Comm;
 
 use crate::core::Core;
 use crate::node::{Node, Snapshot, Threads};
-use crate::params::{region_pages, DsmParams};
 use crate::rendezvous::Rendezvous;
 use crate::report::{RankStats, RunReport, ThreadTime, TimeSplit};
 

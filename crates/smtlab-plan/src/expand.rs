@@ -79,7 +79,7 @@ pub enum PlanError {
          (n=...); drop {flag}"
     )]
     DsmMode { flag: &'static str },
-    /// A DSM point's parameters or rank count, as `smtlab_dsm::check_params`
+    /// A DSM point's parameters or rank count, as `smtlab_dsm_params::check_params`
     /// words it (naming the parameter).
     #[error("{0}")]
     DsmParams(String),
@@ -135,11 +135,11 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
                         // A DSM point's N is its ranks, which its
                         // parameters must fit (per_node=2: whole nodes).
                         if let Program::Ranks { app, params, .. } = program {
-                            smtlab_dsm::check_params(
+                            smtlab_dsm_params::check_params(
                                 app,
                                 params,
                                 n,
-                                smtlab_dsm::RanksFrom::Threads,
+                                smtlab_dsm_params::RanksFrom::Threads,
                             )
                             .map_err(PlanError::DsmParams)?;
                         }

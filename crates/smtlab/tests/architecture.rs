@@ -623,6 +623,22 @@ fn the_doctor_builds_the_allocator_table_without_the_planner() {
     }
 }
 
+/// Planning checks a DSM point's parameters (`smtlab-dsm-params`) but runs
+/// no DSM: it once built the whole DSM for that one check.
+#[test]
+fn planning_checks_dsm_points_without_building_the_dsm() {
+    let deps = normal_deps();
+    let needs = closure(&deps, "smtlab-plan");
+    assert!(
+        needs.contains("smtlab-dsm-params"),
+        "smtlab-plan no longer uses smtlab-dsm-params: {needs:?}"
+    );
+    assert!(
+        !needs.contains("smtlab-dsm"),
+        "smtlab-plan builds smtlab-dsm (it needs {needs:?})"
+    );
+}
+
 #[test]
 fn the_closure_follows_chains() {
     let deps: BTreeMap<String, BTreeSet<String>> = [

@@ -1,13 +1,21 @@
 //! The DSM's own `--param`s (beside the application's): injected loss and
 //! how many ranks share a node's CPUs; the size of a run's shared region.
-//! Checked when a run is planned.
+//! Checked when a run is planned, and again by `smtlab rank` against its
+//! launcher's rank count.
 
 use std::collections::BTreeMap;
 
 use smtlab_dsm_apps::AppParams;
 use smtlab_msg::Config;
 
-use crate::node::pages_of;
+use smtlab_sys::DSM_PAGE;
+
+/// The pages an allocation of `words` words takes: whole pages, at least
+/// one (every allocation starts a page of its own). The DSM's region lays
+/// out its allocations so; the sizing here must agree.
+pub fn pages_of(words: usize) -> usize {
+    (words * 8).div_ceil(DSM_PAGE).max(1)
+}
 
 /// Most injected loss: beyond it retransmission, not the mechanism, is
 /// what a run measures.
@@ -123,8 +131,8 @@ fn check_region(pages: usize, app: &AppParams) -> Result<(), String> {
         return Err(format!(
             "--param: {app} needs a shared region of {} MiB; the DSM holds at most {} MiB \
              (a list of written pages must fit one message): choose a smaller problem",
-            (pages * smtlab_sys::DSM_PAGE) >> 20,
-            (most * smtlab_sys::DSM_PAGE) >> 20
+            (pages * DSM_PAGE) >> 20,
+            (most * DSM_PAGE) >> 20
         ));
     }
     Ok(())
