@@ -129,7 +129,7 @@ impl Store {
 
     /// Open an existing database only to read it (`runs`, `show`, `report`,
     /// `compare`, `merge`'s inputs): nothing is created or changed, the
-    /// file nor its directory (see [`Store::open_unmigrated`]). A file of no
+    /// file nor its directory (see `Store::open_unmigrated`). A file of no
     /// bytes, or an empty SQLite database, is not a store: reading it must
     /// not turn it into one. A schema older than this smtlab's is read
     /// from a copy in memory brought up to date there (reading needs the new

@@ -16,7 +16,7 @@
 //! million schedules of 500 programs are 2.5 billion reads. The matrix is
 //! one flat table of fixed-point `WS` (an `i32` per cell: half the cache of
 //! an `f64`, and integer sums have no floating-point latency chain, nor any
-//! rounding), shared by every thread; and each thread draws [`LANES`]
+//! rounding), shared by every thread; and each thread draws `LANES`
 //! schedules at once, so that their reads are in flight together. Uses
 //! `matrix` and `progress`.
 
