@@ -16,6 +16,7 @@ use nix::sys::signal::Signal;
 
 use crate::assemble::assemble_sample;
 use crate::context::SampleContext;
+use crate::error::ExecError;
 use crate::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
@@ -96,7 +97,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             Err(e) => {
                 failure = Some((
                     SampleStatus::Failed,
-                    format!("starting worker {rank}: {e:#}"),
+                    format!("starting worker {rank}: {}", e.reason()),
                 ));
                 break;
             }
@@ -373,7 +374,7 @@ fn spawn(
     exe: &Path,
     preload: Option<&smtlab_allocators::Preload>,
     spec: &WorkerSpec,
-) -> anyhow::Result<Spawned> {
+) -> Result<Spawned, ExecError> {
     let mut line = serde_json::to_string(spec)?;
     line.push('\n');
     match how {

@@ -26,7 +26,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
 use nix::sys::signal::Signal;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadReport, Hook};
@@ -37,6 +36,7 @@ use smtlab_types::cpuset::CpuSet;
 use smtlab_types::{CounterValue, Point, Sample, SampleStatus};
 
 use crate::context::SampleContext;
+use crate::error::{ExecError, ServerParamError};
 use crate::server::{self, Running};
 use crate::watchdog::WatchedDir;
 
@@ -72,9 +72,14 @@ pub struct ChatParams {
 }
 
 impl ChatParams {
-    pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ChatParams, String> {
+    pub fn parse(
+        server: &str,
+        params: &BTreeMap<String, String>,
+    ) -> Result<ChatParams, ServerParamError> {
         if !CHAT_SERVERS.contains(&server) {
-            return Err(format!("--workload {server}: not a chat server"));
+            return Err(ServerParamError::NotAChatServer {
+                server: server.into(),
+            });
         }
         let mut connections = DEFAULT_CONNECTIONS;
         let mut room = DEFAULT_ROOM;
@@ -83,7 +88,12 @@ impl ChatParams {
         let mut client_cpus = None;
         let count = |k: &str, v: &str, min: usize, max: usize| match v.parse::<usize>() {
             Ok(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(format!("--param {k}={v}: expected {min} to {max}")),
+            _ => Err(ServerParamError::OutOfRange {
+                param: k.into(),
+                value: v.into(),
+                min,
+                max,
+            }),
         };
         for (k, v) in params {
             match k.as_str() {
@@ -92,38 +102,23 @@ impl ChatParams {
                 "messages" => messages = Some(count(k, v, 1, 1_000_000_000)?),
                 "rate" => match v.parse::<f64>() {
                     Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => rate = Some(r),
-                    _ => {
-                        return Err(format!(
-                            "--param rate={v}: expected messages per second, more than 0 and \
-                             at most 1e9"
-                        ))
-                    }
+                    _ => return Err(ServerParamError::Rate { value: v.clone() }),
                 },
                 "client_cpus" => {
                     let set = CpuSet::parse_list(v)
                         .ok()
                         .filter(|s| !s.is_empty())
-                        .ok_or_else(|| {
-                            format!("--client-cpus {v}: expected a CPU list such as 1 or 2-3")
-                        })?;
+                        .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
                     client_cpus = Some(set);
                 }
-                _ => {
-                    return Err(format!(
-                        "--param {k}: `{server}` has no such parameter; it takes {}",
-                        CHAT_PARAMS.join(", ")
-                    ))
-                }
+                _ => return Err(ServerParamError::unknown_chat(server, k)),
             }
         }
         if connections % room != 0 {
-            return Err(format!(
-                "--param connections={connections}: expected a multiple of room={room} (rooms \
-                 of {room} users)"
-            ));
+            return Err(ServerParamError::RoomsUneven { connections, room });
         }
         if server == "ngircd" && room > 1000 {
-            return Err(format!("--param room={room}: at most 1000"));
+            return Err(ServerParamError::RoomTooLarge { room });
         }
         let messages = messages.unwrap_or((DEFAULT_TOTAL_MESSAGES / connections).max(1));
         Ok(ChatParams {
@@ -218,8 +213,8 @@ pub(crate) fn run_inner(
     server: &str,
     params: &BTreeMap<String, String>,
     ctx: &SampleContext,
-) -> anyhow::Result<Option<Sample>> {
-    let p = ChatParams::parse(server, params).map_err(anyhow::Error::msg)?;
+) -> Result<Option<Sample>, ExecError> {
+    let p = ChatParams::parse(server, params)?;
     // Each connection is a descriptor here and in the server (which
     // inherits the limit): lift the soft limit to the hard one.
     let _ = smtlab_counters::raise_fd_limit();
@@ -236,7 +231,14 @@ pub(crate) fn run_inner(
             server::stop(&running, Signal::SIGKILL);
             let err = running.stderr.join().unwrap_or_default();
             let err = err.trim().replace('\n', " | ");
-            return Err(if err.is_empty() { e } else { e.context(err) });
+            return Err(if err.is_empty() {
+                e
+            } else {
+                ExecError::ServerSaid {
+                    stderr: err,
+                    source: Box::new(e),
+                }
+            });
         }
     };
     let pid = running.pid;
@@ -270,21 +272,21 @@ pub(crate) fn run_inner(
         .spawn(move || {
             let _ = ltx.send(chatload::run(&config));
         });
-    if let Err(e) = loader {
+    if let Err(io) = loader {
         server::stop(&running, Signal::SIGKILL);
-        bail!("cannot start the load generator's thread: {e}");
+        return Err(ExecError::LoadThread { io });
     }
     let mut interrupted = false;
-    let report: Result<ChatLoadReport, String> = loop {
+    let report: Result<ChatLoadReport, ExecError> = loop {
         if ctx.stop.load(Ordering::SeqCst) && !interrupted {
             interrupted = true;
             running.kill();
         }
         match lrx.recv_timeout(Duration::from_millis(20)) {
-            Ok(r) => break r.map_err(|e| e.to_string()),
+            Ok(r) => break r.map_err(ExecError::ChatLoad),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err("the load generator's thread ended without a report".into())
+                break Err(ExecError::LoadEndedWithoutReport)
             }
         }
     };
@@ -353,7 +355,7 @@ fn start(
     p: &ChatParams,
     ctx: &SampleContext,
     plan: Option<&CounterPlan>,
-) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
+) -> Result<(Running, Option<ThreadCounters>), ExecError> {
     let cpus: Vec<u32> = point.cpus.clone().unwrap_or_default();
     let list = cpus
         .iter()
@@ -380,15 +382,23 @@ fn start(
             cmd.args(["--cpus", &list]);
         }
     } else {
-        let exe = ngircd::find().ok_or_else(|| anyhow::anyhow!(ngircd::missing_reason()))?;
-        let d = WatchedDir::new(&ctx.exe, "smtlab-ngircd-")
-            .context("a directory for ngircd's configuration")?;
+        let exe = ngircd::find().ok_or(ExecError::ServerMissing {
+            reason: ngircd::missing_reason(),
+        })?;
+        let d =
+            WatchedDir::new(&ctx.exe, "smtlab-ngircd-").map_err(|source| ExecError::ConfigDir {
+                server: "ngircd",
+                source,
+            })?;
         // ngircd cannot listen on port 0: take a free port now (a race with
         // another program is possible but rare; the sample then fails
         // saying so).
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .context("finding a free port for ngircd")?
+            .map_err(|source| ExecError::FreePort {
+                server: "ngircd",
+                source,
+            })?
             .port();
         let listen = SocketAddr::from(([127, 0, 0, 1], port));
         let conf = NgircdConfig {
@@ -396,7 +406,7 @@ fn start(
             max_connections: p.connections + 100,
             dir: d.path().to_path_buf(),
         };
-        ngircd::write_files(&conf).context("writing ngircd's configuration")?;
+        ngircd::write_files(&conf).map_err(|source| ExecError::WriteNgircdConfig { source })?;
         cmd.arg(exe).args(conf.args());
         fixed = Some((listen, d));
     }
@@ -581,7 +591,9 @@ mod tests {
             (("files", "5MB"), "--param files"),
             (("client_cpus", "x"), "--client-cpus x"),
         ] {
-            let e = ChatParams::parse("chat", &params(&[kv])).unwrap_err();
+            let e = ChatParams::parse("chat", &params(&[kv]))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(flag), "{e}");
         }
     }

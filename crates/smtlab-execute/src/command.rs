@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::context::SampleContext;
+use crate::error::ExecError;
 use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{sum_counters, CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
@@ -135,7 +136,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     };
     match run_inner(point, template, ctx, seq, warmup) {
         Ok(o) => o,
-        Err(e) => Outcome::Measured(Box::new(failed(point, seq, warmup, format!("{e:#}")))),
+        Err(e) => Outcome::Measured(Box::new(failed(point, seq, warmup, e.reason()))),
     }
 }
 
@@ -157,7 +158,7 @@ fn run_inner(
     ctx: &SampleContext,
     seq: usize,
     warmup: bool,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, ExecError> {
     let (procs, threads) = point.model.shape(point.workers);
     let pin_lib = match (&point.cpus, threads > 1) {
         (Some(_), true) => Some(crate::pin::preload_library()?),
@@ -167,7 +168,7 @@ fn run_inner(
     let mut children: Vec<Child> = Vec::with_capacity(procs);
     let mut outputs = Vec::with_capacity(procs);
     let mut errors = Vec::with_capacity(procs);
-    let spawned = (|| -> anyhow::Result<()> {
+    let spawned = (|| -> Result<(), ExecError> {
         for rank in 0..procs {
             let cpus: Vec<u32> = point
                 .cpus
@@ -206,9 +207,7 @@ fn run_inner(
                 set.as_ref(),
                 Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
             )?;
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| anyhow::anyhow!("--cmd: cannot start the command: {e}"))?;
+            let mut child = cmd.spawn().map_err(|io| ExecError::CommandStart { io })?;
             drop((gate_r, ready_w));
             outputs.push(child.stdout.take().expect("piped"));
             errors.push(child.stderr.take().expect("piped"));
@@ -254,12 +253,12 @@ fn run_inner(
             });
             let _ = otx.send((rank, o, e));
         });
-        if let Err(e) = reader {
+        if let Err(io) = reader {
             kill_groups(&children);
             for c in &children {
                 let _ = sys::wait4(c.pid);
             }
-            anyhow::bail!("cannot start a thread to read rank {rank}'s output: {e}");
+            return Err(ExecError::RankReader { rank, io });
         }
     }
     drop(otx);
@@ -292,13 +291,13 @@ fn run_inner(
                 at: sys::monotonic_s(),
             });
         });
-        if let Err(e) = waiter {
+        if let Err(io) = waiter {
             // The ranks before this one are reaped by their waiters.
             kill_groups(&children);
             for c in &children[rank..] {
                 let _ = sys::wait4(c.pid);
             }
-            anyhow::bail!("cannot start a thread to wait for rank {rank}: {e}");
+            return Err(ExecError::RankWaiter { rank, io });
         }
     }
     drop(wtx);

@@ -20,7 +20,8 @@
 //! ([`SampleContext`]), `assemble.rs` (a built-in sample from its workers'
 //! reports), [`worker`], then [`builtin`] and [`command`]; [`pin`] is
 //! `smtlab pin` and the library `command` preloads; [`preload_check`]
-//! checks, in a child, that an allocator's library really loads. `dispatch.rs` sends a sample to the
+//! checks, in a child, that an allocator's library really loads; `error.rs`
+//! holds the errors ([`ServerParamError`], [`ExecError`]). `dispatch.rs` sends a sample to the
 //! module of its program's kind ([`run_sample`]); `sampler.rs` makes a
 //! [`SampleContext`] the engine's `smtlab_measure::Sampler` through it. A
 //! sample's result is `smtlab_types::Outcome`. This root only declares and
@@ -40,6 +41,7 @@ pub mod command;
 mod context;
 mod dispatch;
 pub mod dsm_sample;
+mod error;
 pub mod pin;
 pub mod preload_check;
 pub mod protocol;
@@ -51,3 +53,4 @@ pub mod worker;
 
 pub use context::SampleContext;
 pub use dispatch::run_sample;
+pub use error::{ExecError, ServerParamError};

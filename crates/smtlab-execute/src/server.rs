@@ -36,7 +36,6 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
 use nix::sys::signal::Signal;
 use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
@@ -51,6 +50,7 @@ use smtlab_types::{CounterStatus, Mode, Outcome, Point, Program};
 use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
+use crate::error::{ExecError, ServerParamError};
 use crate::watchdog::{WatchedDir, WatchedGroup};
 
 /// The servers this file measures (the chat servers are `chat_sample`'s).
@@ -98,12 +98,14 @@ pub struct ServerParams {
 impl ServerParams {
     /// Parse and check a server point's parameters; the message names the
     /// parameter and what would be valid.
-    pub fn parse(server: &str, params: &BTreeMap<String, String>) -> Result<ServerParams, String> {
+    pub fn parse(
+        server: &str,
+        params: &BTreeMap<String, String>,
+    ) -> Result<ServerParams, ServerParamError> {
         if !WEB_SERVERS.contains(&server) {
-            return Err(format!(
-                "--workload {server}: not a web server; web servers: {}",
-                WEB_SERVERS.join(", ")
-            ));
+            return Err(ServerParamError::NotAWebServer {
+                server: server.into(),
+            });
         }
         let mut p = ServerParams {
             files: FileSet::with_dirs(DEFAULT_DIRS).expect("the default file set is valid"),
@@ -116,63 +118,60 @@ impl ServerParams {
         for (k, v) in params {
             match k.as_str() {
                 "files" => {
-                    let bytes = parse_size(v).ok_or_else(|| {
-                        format!("--param files={v}: expected a size such as 5MB, 50MB or 500MB")
+                    let bytes = parse_size(v)
+                        .ok_or_else(|| ServerParamError::NotASize { value: v.clone() })?;
+                    p.files = FileSet::with_total_bytes(bytes).map_err(|error| {
+                        ServerParamError::FileSet {
+                            value: v.clone(),
+                            error,
+                        }
                     })?;
-                    p.files = FileSet::with_total_bytes(bytes)
-                        .map_err(|e| format!("--param files={v}: {e}"))?;
                 }
                 "connections" => match v.parse::<usize>() {
                     Ok(c) if (1..=load::MAX_CONNECTIONS).contains(&c) => p.connections = Some(c),
                     _ => {
-                        return Err(format!(
-                            "--param connections={v}: expected 1 to {}",
-                            load::MAX_CONNECTIONS
-                        ))
+                        return Err(ServerParamError::OutOfRange {
+                            param: k.clone(),
+                            value: v.clone(),
+                            min: 1,
+                            max: load::MAX_CONNECTIONS,
+                        })
                     }
                 },
                 "keepalive" => {
                     p.keep_alive = match v.as_str() {
                         "1" | "true" | "on" => true,
                         "0" | "false" | "off" => false,
-                        _ => return Err(format!("--param keepalive={v}: expected 0 or 1")),
+                        _ => return Err(ServerParamError::KeepAlive { value: v.clone() }),
                     }
                 }
                 "url" => {
                     let clean = v.starts_with('/')
                         && !v.chars().any(|c| c.is_whitespace() || c.is_control());
                     if !clean {
-                        return Err(format!(
-                            "--param url={v}: expected a path that starts with / (e.g. \
-                             /dir00000/class1_0, a 1 KB file)"
-                        ));
+                        return Err(ServerParamError::Url { value: v.clone() });
                     }
                     p.url = Some(v.clone());
                 }
                 "helpers" if server == "web" => match v.parse::<usize>() {
                     Ok(h) if h <= 1024 => p.helpers = Some(h),
-                    _ => return Err(format!("--param helpers={v}: expected 0 to 1024")),
+                    _ => {
+                        return Err(ServerParamError::OutOfRange {
+                            param: k.clone(),
+                            value: v.clone(),
+                            min: 0,
+                            max: 1024,
+                        })
+                    }
                 },
                 "client_cpus" => {
                     let set = CpuSet::parse_list(v)
                         .ok()
                         .filter(|s| !s.is_empty())
-                        .ok_or_else(|| {
-                            format!("--client-cpus {v}: expected a CPU list such as 1 or 2-3")
-                        })?;
+                        .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
                     p.client_cpus = Some(set);
                 }
-                _ => {
-                    let known: Vec<&str> = PARAMS
-                        .iter()
-                        .copied()
-                        .filter(|k| server == "web" || *k != "helpers")
-                        .collect();
-                    return Err(format!(
-                        "--param {k}: `{server}` has no such parameter; it takes {}",
-                        known.join(", ")
-                    ));
-                }
+                _ => return Err(ServerParamError::unknown_web(server, k)),
             }
         }
         Ok(p)
@@ -204,8 +203,12 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 }
 
 /// How one server sample is taken: `Ok(None)` when Ctrl-C stopped it.
-pub(crate) type TakeSample =
-    fn(&Point, &str, &BTreeMap<String, String>, &SampleContext) -> anyhow::Result<Option<Sample>>;
+pub(crate) type TakeSample = fn(
+    &Point,
+    &str,
+    &BTreeMap<String, String>,
+    &SampleContext,
+) -> Result<Option<Sample>, ExecError>;
 
 /// One sample of a server point taken by `take`, as an [`Outcome`]: its
 /// place in the run set, or a failed sample with the error.
@@ -232,7 +235,7 @@ pub(crate) fn measure(
             seq,
             warmup,
             SampleStatus::Failed,
-            format!("{e:#}"),
+            e.reason(),
             started_at,
             0.0,
         ))),
@@ -268,8 +271,8 @@ fn run_inner(
     server: &str,
     params: &BTreeMap<String, String>,
     ctx: &SampleContext,
-) -> anyhow::Result<Option<Sample>> {
-    let p = ServerParams::parse(server, params).map_err(anyhow::Error::msg)?;
+) -> Result<Option<Sample>, ExecError> {
+    let p = ServerParams::parse(server, params)?;
     let window = match point.mode {
         Mode::FixedTime { seconds } => Duration::from_secs_f64(seconds),
         Mode::FixedWork { .. } => Duration::from_secs_f64(DEFAULT_WINDOW_S),
@@ -277,7 +280,10 @@ fn run_inner(
     let root = files_dir(&p.files);
     p.files
         .write_to(&root)
-        .with_context(|| format!("writing the file set into {}", root.display()))?;
+        .map_err(|source| ExecError::WriteFileSet {
+            dir: root.clone(),
+            source,
+        })?;
 
     let plan = ctx.counters.then(CounterPlan::probe);
     let (mut running, mut counters) = start(point, server, &p, &root, ctx, plan.as_ref())?;
@@ -300,7 +306,10 @@ fn run_inner(
             if err.is_empty() {
                 return Err(e);
             }
-            return Err(e.context(err));
+            return Err(ExecError::ServerSaid {
+                stderr: err,
+                source: Box::new(e),
+            });
         }
     };
 
@@ -336,22 +345,22 @@ fn run_inner(
         .spawn(move || {
             let _ = ltx.send(load::run(&config));
         });
-    if let Err(e) = loader {
+    if let Err(io) = loader {
         stop(&running, Signal::SIGKILL);
         sampler.stop();
-        bail!("cannot start the load generator's thread: {e}");
+        return Err(ExecError::LoadThread { io });
     }
     let mut interrupted = false;
-    let report: Result<LoadReport, String> = loop {
+    let report: Result<LoadReport, ExecError> = loop {
         if ctx.stop.load(Ordering::SeqCst) && !interrupted {
             interrupted = true;
             running.kill();
         }
         match lrx.recv_timeout(POLL) {
-            Ok(r) => break r.map_err(|e| e.to_string()),
+            Ok(r) => break r.map_err(ExecError::Load),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err("the load generator's thread ended without a report".into())
+                break Err(ExecError::LoadEndedWithoutReport)
             }
         }
     };
@@ -414,7 +423,7 @@ fn start(
     root: &Path,
     ctx: &SampleContext,
     plan: Option<&CounterPlan>,
-) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
+) -> Result<(Running, Option<ThreadCounters>), ExecError> {
     let cpus: Vec<u32> = point.cpus.clone().unwrap_or_default();
     let list = cpus
         .iter()
@@ -445,15 +454,24 @@ fn start(
             }
         }
         _ => {
-            let exe = nginx::find().ok_or_else(|| anyhow::anyhow!(nginx::missing_reason()))?;
-            let d = WatchedDir::new(&ctx.exe, "smtlab-nginx-")
-                .context("a directory for nginx's configuration")?;
+            let exe = nginx::find().ok_or(ExecError::ServerMissing {
+                reason: nginx::missing_reason(),
+            })?;
+            let d = WatchedDir::new(&ctx.exe, "smtlab-nginx-").map_err(|source| {
+                ExecError::ConfigDir {
+                    server: "nginx",
+                    source,
+                }
+            })?;
             // nginx cannot report a port the kernel chose: take a free one
             // now (a race with another program is possible but rare; the
             // sample then fails saying the address is in use).
             let port = TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
-                .context("finding a free port for nginx")?
+                .map_err(|source| ExecError::FreePort {
+                    server: "nginx",
+                    source,
+                })?
                 .port();
             let listen = SocketAddr::from(([127, 0, 0, 1], port));
             let conf = NginxConfig {
@@ -464,8 +482,12 @@ fn start(
                 as_root: nix::unistd::geteuid().is_root(),
             };
             let path = d.path().join("nginx.conf");
-            std::fs::write(&path, conf.render(d.path()))
-                .with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, conf.render(d.path())).map_err(|source| {
+                ExecError::WriteConfig {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
             cmd.arg(exe).args(["-e", "stderr", "-p"]).arg(d.path());
             cmd.arg("-c").arg(&path);
             nginx_at = Some((listen, d));
@@ -485,7 +507,7 @@ pub(crate) fn spawn(
     ctx: &SampleContext,
     plan: Option<&CounterPlan>,
     fixed: Option<(SocketAddr, WatchedDir)>,
-) -> anyhow::Result<(Running, Option<ThreadCounters>)> {
+) -> Result<(Running, Option<ThreadCounters>), ExecError> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -501,9 +523,10 @@ pub(crate) fn spawn(
         set.as_ref(),
         Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
     )?;
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start the {server} server"))?;
+    let mut child = cmd.spawn().map_err(|source| ExecError::ServerStart {
+        server: server.into(),
+        source,
+    })?;
     drop((gate_r, ready_w));
     let pid = child.id() as i32;
     // Named before the gate opens: until then the child is `smtlab
@@ -511,10 +534,13 @@ pub(crate) fn spawn(
     // server (and whatever it forks) is the watchdog's if smtlab is killed.
     let group = match WatchedGroup::new(&ctx.exe, pid) {
         Ok(g) => g,
-        Err(e) => {
+        Err(io) => {
             sys::kill(pid, Signal::SIGKILL);
             let _ = sys::wait4(pid);
-            bail!("cannot start the {server} server: {e}");
+            return Err(ExecError::ServerUnwatched {
+                server: server.into(),
+                io,
+            });
         }
     };
     let out = child.stdout.take().expect("piped");
@@ -528,17 +554,17 @@ pub(crate) fn spawn(
         };
         let _ = etx.send(r);
     });
-    if let Err(e) = waiter {
+    if let Err(io) = waiter {
         sys::kill(-pid, Signal::SIGKILL);
         sys::kill(pid, Signal::SIGKILL);
         let _ = sys::wait4(pid);
-        bail!("cannot start a thread to wait for the server: {e}");
+        return Err(ExecError::ServerWaiter { io });
     }
     let (otx, stdout) = mpsc::channel();
-    let kill_now = |what: &str, e: std::io::Error| {
+    let kill_now = |what: &'static str, io: std::io::Error| {
         sys::kill(-pid, Signal::SIGKILL);
         sys::kill(pid, Signal::SIGKILL);
-        anyhow::anyhow!("cannot start a thread to read the server's {what}: {e}")
+        ExecError::ServerReader { what, io }
     };
     std::thread::Builder::new()
         .spawn(move || {
@@ -587,7 +613,7 @@ pub(crate) fn wait_ready(
     running: &mut Running,
     server: &str,
     ctx: &SampleContext,
-) -> anyhow::Result<Option<SocketAddr>> {
+) -> Result<Option<SocketAddr>, ExecError> {
     let limit = start_limit(ctx);
     wait_address(running, server, ctx, Instant::now() + limit, limit, true)
 }
@@ -604,7 +630,7 @@ pub(crate) fn wait_answering(
     server: &str,
     ctx: &SampleContext,
     path: &str,
-) -> anyhow::Result<Option<SocketAddr>> {
+) -> Result<Option<SocketAddr>, ExecError> {
     let limit = start_limit(ctx);
     let deadline = Instant::now() + limit;
     // A fixed address is not connected to here: the probe does that.
@@ -644,21 +670,25 @@ pub(crate) fn wait_answering(
             } else {
                 "accepted connections"
             };
-            bail!(
-                "the {server} server ended before it {what} ({})",
-                describe(end)
-            );
+            return Err(ExecError::ServerEnded {
+                server: server.into(),
+                what,
+                end: describe(end),
+            });
         }
         accepted |= why.connected();
         if Instant::now() >= deadline {
             let secs = limit.as_secs_f64();
+            let server = server.into();
             if accepted {
-                bail!(
-                    "the {server} server accepted connections but answered no request within \
-                     {secs} s (GET {path}; last try: {why})"
-                );
+                return Err(ExecError::NotAnswering {
+                    server,
+                    secs,
+                    path: path.into(),
+                    why,
+                });
             }
-            bail!("the {server} server did not accept connections within {secs} s ({why})");
+            return Err(ExecError::NotAccepting { server, secs, why });
         }
         if !matches!(why, ProbeError::Silent(_)) {
             // Refused, dropped or garbled at once: not listening yet, or
@@ -678,16 +708,17 @@ fn wait_address(
     deadline: Instant,
     limit: Duration,
     connect: bool,
-) -> anyhow::Result<Option<SocketAddr>> {
+) -> Result<Option<SocketAddr>, ExecError> {
     loop {
         if ctx.stop.load(Ordering::SeqCst) {
             return Ok(None);
         }
         if let Ok((end, _)) = running.ended.try_recv() {
-            bail!(
-                "the {server} server ended before it accepted connections ({})",
-                describe(end)
-            );
+            return Err(ExecError::ServerEnded {
+                server: server.into(),
+                what: "accepted connections",
+                end: describe(end),
+            });
         }
         match running.fixed.as_ref().map(|(addr, _)| *addr) {
             None => match running.stdout.recv_timeout(POLL) {
@@ -700,7 +731,10 @@ fn wait_address(
                     match addr {
                         Some(a) => return Ok(Some(a)),
                         None => {
-                            bail!("the {server} server's first line is not its address: {line}")
+                            return Err(ExecError::NotAnAddress {
+                                server: server.into(),
+                                line,
+                            })
                         }
                     }
                 }
@@ -718,10 +752,10 @@ fn wait_address(
             }
         }
         if Instant::now() >= deadline {
-            bail!(
-                "the {server} server did not accept connections within {} s",
-                limit.as_secs_f64()
-            );
+            return Err(ExecError::NotListening {
+                server: server.into(),
+                secs: limit.as_secs_f64(),
+            });
         }
     }
 }
@@ -947,12 +981,16 @@ mod tests {
             (("client_cpus", "x"), "--client-cpus x"),
             (("threads", "2"), "--param threads"),
         ] {
-            let e = ServerParams::parse("web", &params(&[kv])).unwrap_err();
+            let e = ServerParams::parse("web", &params(&[kv]))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(flag), "{e}");
             assert!(!e.contains('\n'));
         }
         // helpers belong to smtlab's event model, not to nginx.
-        let e = ServerParams::parse("nginx", &params(&[("helpers", "1")])).unwrap_err();
+        let e = ServerParams::parse("nginx", &params(&[("helpers", "1")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no such parameter"), "{e}");
         assert!(ServerParams::parse("apache", &params(&[])).is_err());
     }
@@ -1161,7 +1199,8 @@ mod tests {
         let mut f = fake(l.local_addr().unwrap());
         let t = Instant::now();
         let e = wait_answering(&mut f.running, "nginx", &ctx, "/dir00000/class0_0").unwrap_err();
-        let e = format!("{e:#}");
+        assert!(matches!(e, ExecError::NotAnswering { .. }), "{e:?}");
+        let e = e.reason();
         assert!(
             e.starts_with(
                 "the nginx server accepted connections but answered no request within 0.7 s"
@@ -1175,10 +1214,11 @@ mod tests {
         drop(l);
         let mut f = fake(free);
         let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
+        assert!(matches!(e, ExecError::NotAccepting { .. }), "{e:?}");
         assert!(
-            format!("{e:#}")
+            e.reason()
                 .starts_with("the nginx server did not accept connections within 0.7 s"),
-            "{e:#}"
+            "{e}"
         );
 
         // The server ended while it was waited for.
@@ -1189,8 +1229,10 @@ mod tests {
             .unwrap();
         let ctx = context(&stop, Duration::from_secs(10));
         let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
-        assert!(format!("{e:#}").contains("ended before it"), "{e:#}");
-        assert!(format!("{e:#}").contains("exit code 1"), "{e:#}");
+        assert_eq!(
+            e.reason(),
+            "the nginx server ended before it accepted connections (exit code 1)"
+        );
 
         // Ctrl-C while waiting: no error, no address.
         let mut f = fake(l.local_addr().unwrap());

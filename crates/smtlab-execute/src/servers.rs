@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::chat_sample::{ChatParams, CHAT_SERVERS};
+use crate::error::ServerParamError;
 use crate::server::{ServerParams, WEB_SERVERS};
 
 /// Every server `-w` names.
@@ -17,7 +18,10 @@ pub const SERVERS: [&str; 4] = [
 
 /// Check a server point's `--param`s (and `client_cpus`) when the run is
 /// planned; the message names the parameter and what would be valid.
-pub fn check_params(server: &str, params: &BTreeMap<String, String>) -> Result<(), String> {
+pub fn check_params(
+    server: &str,
+    params: &BTreeMap<String, String>,
+) -> Result<(), ServerParamError> {
     if CHAT_SERVERS.contains(&server) {
         ChatParams::parse(server, params).map(|_| ())
     } else {

@@ -12,8 +12,7 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use anyhow::{anyhow, bail, Context};
-
+use crate::error::ExecError;
 use crate::protocol::{ProcessMeasurement, ThreadMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_counters::memory;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
@@ -33,18 +32,13 @@ pub fn worker_main(input: &mut dyn BufRead, output: &mut dyn Write) -> i32 {
     match run(input, output) {
         Ok(()) => 0,
         Err(e) => {
-            let _ = send(
-                output,
-                &WorkerMsg::Error {
-                    reason: format!("{e:#}"),
-                },
-            );
+            let _ = send(output, &WorkerMsg::Error { reason: e.reason() });
             1
         }
     }
 }
 
-fn send(output: &mut dyn Write, msg: &WorkerMsg) -> anyhow::Result<()> {
+fn send(output: &mut dyn Write, msg: &WorkerMsg) -> Result<(), ExecError> {
     let mut line = serde_json::to_string(msg)?;
     line.push('\n');
     output.write_all(line.as_bytes())?;
@@ -52,10 +46,10 @@ fn send(output: &mut dyn Write, msg: &WorkerMsg) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn read_line(input: &mut dyn BufRead) -> anyhow::Result<String> {
+fn read_line(input: &mut dyn BufRead) -> Result<String, ExecError> {
     let mut line = String::new();
     if input.read_line(&mut line)? == 0 {
-        bail!("smtlab closed the control pipe");
+        return Err(ExecError::ControlPipeClosed);
     }
     Ok(line)
 }
@@ -75,11 +69,12 @@ struct Shared {
 const STEP_MIN_S: f64 = 100e-6;
 const STEP_MAX_S: f64 = 1e-3;
 
-fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
-    let spec: WorkerSpec =
-        serde_json::from_str(&read_line(input)?).context("reading the worker spec")?;
-    let w = workload::builtin(&spec.workload)
-        .ok_or_else(|| anyhow!("unknown workload `{}`", spec.workload))?;
+fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError> {
+    let spec: WorkerSpec = serde_json::from_str(&read_line(input)?)
+        .map_err(|source| ExecError::WorkerSpec { source })?;
+    let w = workload::builtin(&spec.workload).ok_or_else(|| ExecError::UnknownWorkload {
+        name: spec.workload.clone(),
+    })?;
     let params = workload::resolve_params(&w.info(), &spec.params)?;
     let queue = match &spec.queue {
         Some(path) => {
@@ -87,7 +82,10 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
                 .read(true)
                 .write(true)
                 .open(path)
-                .with_context(|| format!("opening the task queue {}", path.display()))?;
+                .map_err(|source| ExecError::OpenQueue {
+                    path: path.clone(),
+                    source,
+                })?;
             TaskQueue::shared(sys::SharedWords::map(&file, QUEUE_WORDS)?)
         }
         None => TaskQueue::local(),
@@ -150,7 +148,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
                     &shared,
                 )
             })
-            .context("starting a worker thread")?;
+            .map_err(|source| ExecError::WorkerThread { source })?;
         handles.push(h);
     }
 
@@ -162,7 +160,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
         for h in handles {
             let _ = h.join();
         }
-        bail!("{}", errors.join("; "));
+        return Err(ExecError::WorkerSetup(errors));
     }
     send(
         output,
@@ -174,9 +172,11 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
     if line.trim() != "go" {
         shared.abort.store(true, Ordering::SeqCst);
         go.wait();
-        bail!("expected `go`, got `{}`", line.trim());
+        return Err(ExecError::NotGo {
+            line: line.trim().into(),
+        });
     }
-    let before = rusage::snapshot(Who::Process).context("getrusage")?;
+    let before = rusage::snapshot(Who::Process).map_err(|source| ExecError::Rusage { source })?;
     if let Mode::FixedTime { seconds } = spec.mode {
         shared
             .deadline
@@ -186,13 +186,11 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> anyhow::Result<()> {
     let mut threads = Vec::with_capacity(n);
     let mut results = Vec::with_capacity(n);
     for h in handles {
-        let (report, slot, result) = h
-            .join()
-            .map_err(|_| anyhow!("a worker thread panicked"))??;
+        let (report, slot, result) = h.join().map_err(|_| ExecError::WorkerPanicked)??;
         threads.push(report);
         results.push((slot, result));
     }
-    let after = rusage::snapshot(Who::Process).context("getrusage")?;
+    let after = rusage::snapshot(Who::Process).map_err(|source| ExecError::Rusage { source })?;
     let mut usage = after.since(&before).to_resource_usage();
     if let Ok(m) = memory::memory_of(std::process::id() as i32) {
         usage.pss_kb = Some(m.pss_kb);
@@ -231,11 +229,16 @@ fn worker_thread(
     ready: &Barrier,
     go: &Barrier,
     shared: &Shared,
-) -> anyhow::Result<(ThreadMeasurement, WorkerSlot, WorkerResult)> {
-    let setup = (|| -> anyhow::Result<(Box<dyn WorkerState>, Option<ThreadCounters>)> {
+) -> Result<(ThreadMeasurement, WorkerSlot, WorkerResult), ExecError> {
+    let setup = (|| -> Result<(Box<dyn WorkerState>, Option<ThreadCounters>), ExecError> {
         if let Some(c) = cpu {
-            sys::set_affinity(0, &CpuSet::from_iter([c]))
-                .with_context(|| format!("pinning worker {} to CPU {c}", slot.worker))?;
+            sys::set_affinity(0, &CpuSet::from_iter([c])).map_err(|source| {
+                ExecError::PinWorker {
+                    worker: slot.worker,
+                    cpu: c,
+                    source,
+                }
+            })?;
         }
         let ws = state.worker(slot)?;
         let counters = plan.map(ThreadCounters::open_for_current_thread);
@@ -246,12 +249,12 @@ fn worker_thread(
             .setup_errors
             .lock()
             .expect("not poisoned")
-            .push(format!("worker {}: {e:#}", slot.worker));
+            .push(format!("worker {}: {}", slot.worker, e.reason()));
     }
     ready.wait();
     go.wait();
     if shared.abort.load(Ordering::SeqCst) {
-        bail!("aborted");
+        return Err(ExecError::Aborted);
     }
     let (mut ws, mut counters) = setup?;
     if let Some(c) = counters.as_mut() {
