@@ -25,10 +25,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::results::{Recommendation, SmtAdvice, SmtYield};
 use super::scaling::median_of;
 use super::smt::{finite_count, gain_ci_text};
 use super::verdict::{compare, model_phrase, signed_pct};
-use super::{PointData, Recommendation, SmtAdvice, SmtYield};
+use crate::summary::PointData;
 use crate::units::sentence_value;
 use smtlab_topology::Topology;
 use smtlab_types::Metric;

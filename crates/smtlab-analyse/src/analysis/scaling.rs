@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{PointData, ScalingPoint, Series, SeriesKey};
+use super::results::{ScalingPoint, Series, SeriesKey};
+use crate::summary::PointData;
 use smtlab_stats as stats;
 use smtlab_types::{Metric, Point};
 

@@ -13,8 +13,9 @@
 
 use std::collections::BTreeMap;
 
+use super::results::{SiblingYield, SmtYield};
 use super::scaling::{group, median_of, throughput};
-use super::{PointData, SiblingYield, SmtYield};
+use crate::summary::PointData;
 use smtlab_stats as stats;
 use smtlab_topology::Topology;
 use smtlab_types::Metric;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::PointData;
 use crate::summary;
+use crate::summary::PointData;
 use smtlab_types::{Metric, Mode, Model, Point, Program, Spawn};
 use smtlab_types::{ResourceUsage, Sample, SampleStatus};
 

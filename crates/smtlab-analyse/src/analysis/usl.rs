@@ -49,8 +49,9 @@
 //! Degenerate input (too few usable points, all throughputs equal, zeros,
 //! `NaN`) gives `None`, never a panic or a `NaN` fit.
 
+use super::results::{Series, UslFit};
 use super::scaling::throughput;
-use super::{PointData, Series, UslFit};
+use crate::summary::PointData;
 use smtlab_stats as stats;
 
 /// Fewest distinct N for a fit: one more than the parameters.

@@ -9,8 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::results::Verdict;
 use super::scaling::median_of;
-use super::{PointData, Verdict};
+use crate::summary::PointData;
 use smtlab_stats as stats;
 use smtlab_types::Model;
 
