@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use smtlab_sys as sys;
 
-use super::PRELOAD_SO;
+use super::interface::PRELOAD_SO;
 
 /// Why a directory cannot hold the library. The I/O error is part of the
 /// message rather than a `source`: the reasons of every candidate directory

@@ -46,14 +46,16 @@
 //!
 //! # Files
 //!
-//! Bottom-up: `library.rs` writes the embedded library to a private
-//! directory and builds `LD_PRELOAD`; `request.rs` is what to run and how
+//! Bottom-up: `interface.rs` holds the library and the names of its
+//! environment variables; `library.rs` writes the embedded library to a
+//! private directory and builds `LD_PRELOAD`; `request.rs` is what to run and how
 //! (the skip mask, the C code's CPU choice modelled in Rust);
 //! `thread_log.rs` reads the library's report file and `/proc`;
 //! `outcome.rs` merges them into one row per thread; `run.rs` starts,
 //! watches and reaps the program; `table.rs` prints the outcome. Every
 //! public name is re-exported here.
 
+mod interface;
 mod library;
 mod outcome;
 mod request;
@@ -61,23 +63,10 @@ mod run;
 mod table;
 mod thread_log;
 
+pub use interface::{ENV_CPUS, ENV_REPORT, ENV_SKIP, MAX_LIST, PRELOAD_SO, SKIP_BITS};
 pub use library::{preload_library, preload_value, DirError, LibraryError};
 pub use outcome::{PinOutcome, Source, ThreadRow};
 pub use request::{parse_skip_mask, planned_cpu, PinMode, PinRequest, SkipMaskError};
 pub use run::{run, PinError};
 pub use table::render_table;
 pub use thread_log::{parse_stat, parse_thread_log, task_stats, TaskStat, ThreadLogLine};
-
-/// The LD_PRELOAD library, built from `preload/pin_preload.c`.
-pub const PRELOAD_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libsmtlab_pin.so"));
-
-/// CPU list, in pinning order (see the module documentation).
-pub const ENV_CPUS: &str = "SMTLAB_PIN_CPUS";
-/// Hexadecimal skip mask.
-pub const ENV_SKIP: &str = "SMTLAB_PIN_SKIP";
-/// Path of the report file.
-pub const ENV_REPORT: &str = "SMTLAB_PIN_REPORT";
-/// Longest CPU list the library accepts.
-pub const MAX_LIST: usize = 16384;
-/// Created threads a skip mask can name.
-pub const SKIP_BITS: u32 = 64;

@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use smtlab_types::cpuset::CpuSet;
 
+use super::interface::SKIP_BITS;
 use super::request::{PinMode, PinRequest};
 use super::thread_log::{TaskStat, ThreadLogLine};
-use super::SKIP_BITS;
 
 /// Where a row's "last CPU" came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

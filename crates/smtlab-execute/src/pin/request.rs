@@ -6,7 +6,7 @@ use std::ffi::OsString;
 
 use serde::Serialize;
 
-use super::SKIP_BITS;
+use super::interface::SKIP_BITS;
 
 /// A skip mask that is not one.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -15,11 +15,11 @@ use std::time::Duration;
 use smtlab_sys as sys;
 use smtlab_types::cpuset::CpuSet;
 
+use super::interface::{ENV_CPUS, ENV_REPORT, ENV_SKIP};
 use super::library::{preload_library, preload_value, LibraryError};
 use super::outcome::{assemble, PinOutcome};
 use super::request::{PinMode, PinRequest};
 use super::thread_log::{parse_thread_log, task_stats, TaskStat, ThreadLogFile};
-use super::{ENV_CPUS, ENV_REPORT, ENV_SKIP};
 
 /// How often `/proc/<pid>/task` is sampled while the program runs.
 const SAMPLE_EVERY: Duration = Duration::from_millis(50);
