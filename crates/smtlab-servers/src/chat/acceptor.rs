@@ -22,8 +22,9 @@ use std::thread::JoinHandle;
 
 use smtlab_sys::LeanThread;
 
+use super::config::{ChatConfig, THREAD_STACK};
 use super::hub::Hub;
-use super::{ChatConfig, Running, THREAD_STACK};
+use super::running::Running;
 
 /// What a connection's thread gets. The socket is shared (`Arc`), never
 /// duplicated: one descriptor per connection, as in ngircd, so 10,000

@@ -49,12 +49,14 @@ use std::time::{Duration, Instant};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
+use super::config::ChatConfig;
 use super::hub::{
     error_line, finish_line, high_water, low_water, Client, Hub, Line, Outbox, CLOSE_GRACE, STALL,
 };
 use super::irc::Lines;
+use super::running::Running;
 use super::session::{Flow, Session};
-use super::{ChatConfig, Running, SENDQ_EXCEEDED};
+use super::stats::SENDQ_EXCEEDED;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::irc;
-use super::ChatCounters;
+use super::stats::ChatCounters;
 
 /// A line on its way out, CR LF included, shared by every member it goes
 /// to (formatted once per message, not once per member).

@@ -52,7 +52,7 @@ use super::hub::{
 };
 use super::irc::Lines;
 use super::session::{Flow, Session};
-use super::SENDQ_EXCEEDED;
+use super::stats::SENDQ_EXCEEDED;
 
 struct Pending {
     bytes: Vec<u8>,

@@ -34,7 +34,7 @@ use super::hub::{
 };
 use super::irc::Lines;
 use super::session::{Flow, Session};
-use super::SENDQ_EXCEEDED;
+use super::stats::SENDQ_EXCEEDED;
 
 struct Queue {
     lines: VecDeque<Line>,

@@ -39,12 +39,14 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token};
 
 use super::arrivals::{Arrival, Arrivals};
+use super::config::ChatLoadConfig;
 use super::connection::{split_lines, Connect, Connection, Incoming};
+use super::error::{seconds, ChatLoadError};
+use super::finish::Finish;
 use super::message::{self, Header, Line};
 use super::record::{ErrorKind, Record};
 use super::schedule::Schedule;
 use super::window::Window;
-use super::{ChatLoadConfig, ChatLoadError, Finish};
 use crate::load::cpu::thread_cpu_time;
 
 /// Bytes read from a socket at once.
@@ -392,7 +394,7 @@ impl<'a> Thread<'a> {
     /// Why the clients that did not join did not, by reason.
     fn unfinished_reasons(&self, timeout: Duration) -> BTreeMap<String, u64> {
         let mut reasons = self.failures.clone();
-        let within = format!("within {}", super::seconds(timeout));
+        let within = format!("within {}", seconds(timeout));
         for m in &self.members {
             let why = match m.phase {
                 Phase::Idle => format!("not connected {within}"),

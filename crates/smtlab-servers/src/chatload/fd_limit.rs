@@ -7,7 +7,7 @@
 
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
-use super::ChatLoadError;
+use super::error::ChatLoadError;
 
 /// Descriptors a run needs besides its sockets: stdio, each thread's
 /// epoll, the reachability probe, and whatever the caller holds.

@@ -42,7 +42,6 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -52,12 +51,19 @@ pub use crate::load::Latency;
 
 mod arrivals;
 mod client;
+mod config;
 mod connection;
+mod error;
 mod fd_limit;
+mod finish;
 mod message;
 mod record;
 mod schedule;
 mod window;
+
+pub use config::{ChatLoadConfig, Hook};
+pub use error::ChatLoadError;
+use finish::Finish;
 
 use crate::load::cpu;
 pub use crate::load::CLIENT_BOUND_SHARE;
@@ -105,128 +111,6 @@ pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 pub const MAX_IN_PROGRESS: usize = 8;
 /// How long the reachability check waits for a connection at most.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-#[derive(Debug, Clone)]
-pub struct ChatLoadConfig {
-    pub target: SocketAddr,
-    /// Rooms (channels), at least 1.
-    pub rooms: usize,
-    /// Clients per room, at least 2.
-    pub users: usize,
-    /// Messages each client sends, at least 1.
-    pub messages: usize,
-    /// Open loop: messages per second in all, each latency from its
-    /// intended send time. `None`: closed loop.
-    pub rate: Option<f64>,
-    /// Closed loop: messages of a sender that may be on their way to some
-    /// member of its room at once (default 1).
-    pub window: usize,
-    /// Length of the PRIVMSG text (default 64).
-    pub message_bytes: usize,
-    /// Client threads; whole rooms are spread over them (default 1).
-    pub threads: usize,
-    /// Client thread k runs on `cpus[k % len]`; empty = not pinned.
-    pub cpus: Vec<u32>,
-    /// Every client must have registered and joined within this (default
-    /// 60 s).
-    pub connect_timeout: Duration,
-    /// A message not at every member this long after it was sent is lost
-    /// (default 10 s); the run also ends this long after its last send.
-    pub timeout: Duration,
-    /// Nicknames are `{nick_prefix}{index in base 36}`, at most 9
-    /// characters (default `s`).
-    pub nick_prefix: String,
-    /// Channels are `#{channel_prefix}{room}` (default `smtlab`).
-    pub channel_prefix: String,
-    /// Connections opened per second at most during set-up; `None`: as
-    /// fast as [`MAX_IN_PROGRESS`] allows.
-    pub connect_rate: Option<f64>,
-    /// Called once every client has joined, before the first message is
-    /// sent (the run waits for it): where a caller reads the server's CPU
-    /// time, so that set-up is not counted per message.
-    pub on_start: Option<Hook>,
-    /// Called once every thread has ended its messages (delivered, or given
-    /// up after `timeout`), before any connection is closed: the end of
-    /// the measured phase, so that tear-down is not counted either.
-    pub on_end: Option<Hook>,
-}
-
-/// A caller's function run at a phase boundary of a load run.
-#[derive(Clone)]
-pub struct Hook(pub std::sync::Arc<dyn Fn() + Send + Sync>);
-
-impl std::fmt::Debug for Hook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Hook")
-    }
-}
-
-/// Threads that have ended their messages, and the wait for the last one:
-/// connections stay open until every thread is done and `on_end` ran.
-pub(crate) struct Finish {
-    left: std::sync::Mutex<usize>,
-    all_done: std::sync::Condvar,
-}
-
-impl Finish {
-    fn new(threads: usize) -> Finish {
-        Finish {
-            left: std::sync::Mutex::new(threads),
-            all_done: std::sync::Condvar::new(),
-        }
-    }
-
-    /// This thread is done: the last one runs `hook`; every caller with
-    /// `wait` returns only then (or after `limit`, should a thread never
-    /// arrive).
-    pub(crate) fn arrive(&self, hook: Option<&Hook>, wait: bool, limit: Duration) {
-        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
-        *left = left.saturating_sub(1);
-        if *left == 0 {
-            if let Some(h) = hook {
-                (h.0)();
-            }
-            self.all_done.notify_all();
-            return;
-        }
-        if wait {
-            let _ = self
-                .all_done
-                .wait_timeout_while(left, limit, |l| *l > 0)
-                .unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-impl ChatLoadConfig {
-    /// `rooms` rooms of `users` clients sending `messages` each, closed
-    /// loop, with the defaults above.
-    pub fn new(target: SocketAddr, rooms: usize, users: usize, messages: usize) -> Self {
-        ChatLoadConfig {
-            target,
-            rooms,
-            users,
-            messages,
-            rate: None,
-            window: 1,
-            message_bytes: 64,
-            threads: 1,
-            cpus: Vec::new(),
-            connect_timeout: Duration::from_secs(60),
-            timeout: Duration::from_secs(10),
-            nick_prefix: "s".into(),
-            channel_prefix: "smtlab".into(),
-            connect_rate: None,
-            on_start: None,
-            on_end: None,
-        }
-    }
-
-    /// Clients in all.
-    pub fn connections(&self) -> usize {
-        self.rooms.saturating_mul(self.users)
-    }
-}
 
 /// What a chat load run measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -313,23 +197,6 @@ impl ChatLoadReport {
         }
         None
     }
-}
-
-/// Why a chat load run could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ChatLoadError {
-    // The io errors are in the messages, not sources: each is one line.
-    #[error("cannot connect to {0}: {1}")]
-    Unreachable(SocketAddr, io::Error),
-    /// A configuration value out of its range: the message names the field
-    /// and the range.
-    #[error("{0}")]
-    Invalid(String),
-    /// Not every client registered and joined.
-    #[error("{0}")]
-    Setup(String),
-    #[error("{0}: {1}")]
-    Io(String, io::Error),
 }
 
 /// Check a configuration's bounds (what `run` checks first).
@@ -430,11 +297,6 @@ pub fn check(config: &ChatLoadConfig) -> Result<(), ChatLoadError> {
         ));
     }
     Ok(())
-}
-
-/// `60 s`, `0.5 s`: a duration in messages.
-fn seconds(d: Duration) -> String {
-    format!("{} s", d.as_secs_f64())
 }
 
 /// Load the server as `config` says and report what was measured.

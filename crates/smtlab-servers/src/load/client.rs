@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token};
 
+use super::config::LoadConfig;
 use super::connection::{write_request, Connection, Ended, InFlight};
 use super::cpu::thread_cpu_time;
+use super::error::LoadError;
 use super::open_loop::Schedule;
 use super::record::{ErrorKind, Record, Window};
 use super::urls::{Paths, Picker};
-use super::{LoadConfig, LoadError};
 
 /// Bytes read from a socket at once.
 const READ_CHUNK: usize = 64 * 1024;

@@ -33,106 +33,32 @@
 //! connections sees it.
 
 use std::collections::BTreeMap;
-use std::io;
-use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::fileset::FileSet;
-
 pub mod client_cpus;
 
 mod client;
+mod config;
 mod connection;
 pub(crate) mod cpu;
+mod error;
+mod latency;
 mod open_loop;
 pub mod probe;
 mod record;
 mod response;
 mod urls;
 
+pub use config::{LoadConfig, Urls, MAX_CONNECTIONS, MAX_DURATION, MAX_RATE, MAX_THREADS};
 pub use cpu::CLIENT_BOUND_SHARE;
+pub use error::LoadError;
+pub use latency::Latency;
 
-/// The most connections a run opens.
-pub const MAX_CONNECTIONS: usize = 100_000;
-/// The most client threads.
-pub const MAX_THREADS: usize = 1024;
-/// The highest open-loop rate, requests/s (one per nanosecond: far past
-/// what any client sends; a bound so the schedule's arithmetic holds).
-pub const MAX_RATE: f64 = 1e9;
-/// The longest duration, warm-up or request timeout: 30 days.
-pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 /// How long the reachability check waits for a connection at most.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Which URLs to ask for.
-#[derive(Debug, Clone)]
-pub enum Urls {
-    /// The SPECweb96 mix over a file set the server serves (bodies verified
-    /// with [`crate::fileset::BodyCheck`] when `verify`).
-    Mix(FileSet),
-    /// These paths in turn (`/index.html`); bodies not verified unless a
-    /// path is one of the file set's.
-    List(Vec<String>),
-}
-
-#[derive(Debug, Clone)]
-pub struct LoadConfig {
-    pub target: SocketAddr,
-    /// The Host header (`127.0.0.1:8080`).
-    pub host: String,
-    pub urls: Urls,
-    /// Open connections (closed loop: each has one request outstanding).
-    pub connections: usize,
-    /// Keep connections alive, or one new connection per request.
-    pub keep_alive: bool,
-    /// Open loop: requests per second in all, each latency measured from the
-    /// request's intended send time. `None`: closed loop.
-    pub rate: Option<f64>,
-    /// Measured window, after `warmup` (not recorded).
-    pub duration: Duration,
-    pub warmup: Duration,
-    /// Client threads (connections spread over them).
-    pub threads: usize,
-    /// Client thread k runs on `cpus[k % len]`; empty = not pinned.
-    pub cpus: Vec<u32>,
-    pub verify: bool,
-    pub seed: u64,
-    /// A request without a whole response after this is an error
-    /// (`timeout`) and its connection is closed.
-    pub request_timeout: Duration,
-}
-
-/// Latency percentiles, µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Latency {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
-
-impl Latency {
-    /// The percentiles of a histogram of µs (all zero when it is empty).
-    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency::default();
-        }
-        let q = |q: f64| h.value_at_quantile(q) as f64;
-        Latency {
-            mean: h.mean(),
-            p50: q(0.50),
-            p90: q(0.90),
-            p99: q(0.99),
-            p999: q(0.999),
-            max: h.max() as f64,
-        }
-    }
-}
 
 /// What a load run measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -223,58 +149,6 @@ impl LoadReport {
             self.seconds, self.sent, self.in_flight_at_end,
         )
     }
-}
-
-/// Why a load run could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("{0} connections: expected 1 to {MAX_CONNECTIONS}")]
-    Connections(usize),
-    #[error("{0} client threads: expected 1 to {MAX_THREADS}")]
-    Threads(usize),
-    #[error(
-        "{threads} client threads for {connections} connections: every thread needs at least \
-         one connection"
-    )]
-    ThreadsAboveConnections { threads: usize, connections: usize },
-    #[error("rate {0} requests/s: expected a finite number above 0, at most {MAX_RATE:e}")]
-    Rate(f64),
-    #[error("{what} {given:?}: expected {least} to 30 days")]
-    Duration {
-        what: &'static str,
-        given: Duration,
-        least: &'static str,
-    },
-    #[error("no path to ask for: the URL list is empty")]
-    NoPaths,
-    #[error(
-        "path {0:?}: expected a path that starts with / and has no spaces or control characters"
-    )]
-    BadPath(String),
-    #[error("host {0:?}: a Host header has no spaces or control characters")]
-    BadHost(String),
-    // The io errors are in the messages, not sources: each is one line.
-    #[error("cannot connect to {target}: {error}")]
-    Unreachable {
-        target: SocketAddr,
-        error: io::Error,
-    },
-    #[error("pinning client thread {thread} to CPU {cpu}: {error}")]
-    Affinity {
-        thread: usize,
-        cpu: u32,
-        error: io::Error,
-    },
-    #[error("{what}: {error}")]
-    Io {
-        what: &'static str,
-        error: io::Error,
-    },
-    /// A thread was told not to start because another could not be made.
-    #[error("the run was called off before it started")]
-    CalledOff,
-    #[error("a client thread panicked")]
-    Panicked,
 }
 
 /// Check a configuration's bounds (what `run` checks first).
@@ -473,7 +347,7 @@ pub(crate) fn errors_list(errors: &BTreeMap<String, u64>) -> String {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::net::TcpListener;
+    use std::net::{SocketAddr, TcpListener};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 

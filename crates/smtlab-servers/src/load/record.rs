@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
+use super::latency::Latency;
 use super::response::Answer;
-use super::Latency;
 
 /// Kinds of error, named as in `LoadReport::errors`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

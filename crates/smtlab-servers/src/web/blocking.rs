@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::{CounterSnapshot, Counters};
+use super::stats::{CounterSnapshot, Counters};
 use crate::http::{self, Body, Parsed, Response, Site, Status};
 
 /// Bytes asked of one `read`.

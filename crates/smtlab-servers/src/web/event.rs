@@ -53,8 +53,10 @@ use crossbeam_channel::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
+use super::config::ServerConfig;
 use super::nonblocking::{self, Conn, End, Flow, Linger, Next, Outgoing, READ_CHUNK};
-use super::{Counters, Running, ServerConfig, ServerStats};
+use super::running::Running;
+use super::stats::{Counters, ServerStats};
 use crate::http::{self, Body, Request, Response, Site, Status};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -100,7 +102,7 @@ pub(crate) fn start(
     site: Site,
     counters: Arc<Counters>,
 ) -> io::Result<EventServer> {
-    super::check_worker_cpus(&config.worker_cpus)?;
+    super::blocking::check_worker_cpus(&config.worker_cpus)?;
     listener.set_nonblocking(true)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded::<Job>();

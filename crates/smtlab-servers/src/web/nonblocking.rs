@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use nix::errno::Errno;
 
-use super::Counters;
+use super::stats::Counters;
 use crate::http::{self, Body, Parsed, Request, Response, Status};
 
 /// Bytes asked of one `read`.

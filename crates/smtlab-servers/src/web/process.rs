@@ -42,7 +42,9 @@ use nix::unistd::Pid;
 use smtlab_sys::SharedWords;
 
 use super::blocking::{self, Tally, Which};
-use super::{Counters, Running, ServerConfig, ServerStats};
+use super::config::ServerConfig;
+use super::running::Running;
+use super::stats::{Counters, ServerStats};
 use crate::http::Site;
 
 /// How long workers have to end after SIGTERM before they are killed.

@@ -62,8 +62,10 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
+use super::config::ServerConfig;
 use super::nonblocking::{self, Conn, End, Flow, Linger, Next, Outgoing, READ_CHUNK};
-use super::{Counters, Running, ServerConfig, ServerStats, StageStats};
+use super::running::Running;
+use super::stats::{Counters, ServerStats, StageStats};
 use crate::http::{self, Request, Site, Status};
 
 const WAKER: Token = Token(usize::MAX);
@@ -207,7 +209,7 @@ pub(crate) fn start(
     site: Site,
     counters: Arc<Counters>,
 ) -> io::Result<Staged> {
-    super::check_worker_cpus(&config.worker_cpus)?;
+    super::blocking::check_worker_cpus(&config.worker_cpus)?;
     listener.set_nonblocking(false)?;
     let workers = config.workers;
     let capacity = config.queue_capacity.max(1);

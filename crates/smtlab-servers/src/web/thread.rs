@@ -18,7 +18,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::blocking;
-use super::{Counters, Running, ServerConfig, ServerStats};
+use super::config::ServerConfig;
+use super::running::Running;
+use super::stats::{Counters, ServerStats};
 use crate::http::Site;
 
 /// A running `thread` server.
