@@ -34,7 +34,7 @@ impl FromStr for Policy {
     type Err = PolicyError;
 
     /// `compact`, `scatter`, `core`, `smt:K` (also `core:K`, the spelling of
-    /// DESIGN.md), `none`; anything else is taken as a CPU expression and
+    /// the project's design document), `none`; anything else is taken as a CPU expression and
     /// validated against a topology when placing (`smtlab_topology::placement::place`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let text = s.trim();

@@ -1,5 +1,6 @@
 //! `smtlab`: the command-line front end. Argument parsing and wiring only;
-//! the work lives in `smtlab-core`.
+//! the work lives in the library crates (ARCHITECTURE.md's codemap says
+//! which crate owns what).
 
 mod cli;
 mod commands;

@@ -10,6 +10,10 @@
 //!   code, and names the crate root re-exports), so the files of a crate
 //!   can be read bottom-up too. Crate roots define nothing: they declare
 //!   modules and re-export, so no code hides from that check there.
+//!   A module uses the children it declares, so a child that names its
+//!   parent's items makes a loop too: what a folder's files share lives in
+//!   a file of its own, which the parent re-exports.
+//! * The bird's-eye view of ARCHITECTURE.md draws every workspace crate.
 //! * `unsafe`: allowed only in `smtlab-sys`, smtalloc's `sys/` and the
 //!   preload library's exports, and every `unsafe` block and impl there has
 //!   a `// SAFETY:` comment right above it.
@@ -136,6 +140,56 @@ fn crates_use_only_the_crates_below_them() {
     }
 }
 
+/// The crate names drawn in the bird's-eye view's diagrams (the `text`
+/// blocks between `## Bird's-eye view` and the next section).
+fn drawn_crates(architecture: &str) -> BTreeSet<String> {
+    let section = architecture
+        .split("## Bird's-eye view")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a bird's-eye view");
+    section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .flat_map(|block| block.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
+        .filter(|w| w.starts_with("smtlab") || w.starts_with("smtalloc"))
+        .map(|w| w.trim_end_matches('-').to_string())
+        .collect()
+}
+
+#[test]
+fn every_crate_is_in_the_birds_eye_diagram() {
+    let text = fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let drawn = drawn_crates(&text);
+    let names: BTreeSet<String> = crates().into_iter().map(|(n, _)| n).collect();
+    let missing: Vec<_> = names.difference(&drawn).collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's bird's-eye diagram leaves out {missing:?}"
+    );
+    let unknown: Vec<_> = drawn.difference(&names).collect();
+    assert!(
+        unknown.is_empty(),
+        "ARCHITECTURE.md's bird's-eye diagram draws {unknown:?}, no such crate"
+    );
+}
+
+#[test]
+fn the_diagram_check_sees_a_missing_crate() {
+    let text = "# A\n\n## Bird's-eye view\n\n```text\na → b\n```\n\n```text\n  \
+                smtlab (the CLI)\n  │\nsmtlab-types ── smtalloc-preload\n```\n\
+                `smtlab-store` in prose is not drawn.\n\n## Codemap\n\n```text\nsmtlab-stats\n```\n";
+    assert_eq!(
+        drawn_crates(text),
+        BTreeSet::from([
+            "smtlab".to_string(),
+            "smtlab-types".to_string(),
+            "smtalloc-preload".to_string()
+        ])
+    );
+}
+
 /// Source files of a crate by module path (`lib`, `engine`, `analysis::usl`).
 fn modules(dir: &Path) -> BTreeMap<String, PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -168,8 +222,16 @@ fn modules(dir: &Path) -> BTreeMap<String, PathBuf> {
 /// `#[cfg(test)] mod tests`, without comments.
 fn code(path: &Path) -> String {
     let text = fs::read_to_string(path).unwrap();
-    // An inline `mod tests { ... }` (a `mod tests;` is a file of its own).
-    let before_tests = text.split("#[cfg(test)]\nmod tests {").next().unwrap();
+    // An inline `mod tests { ... }`, of any visibility (a `mod tests;` is a
+    // file of its own).
+    let at_tests = text.match_indices("#[cfg(test)]\n").find(|(i, m)| {
+        let next = text[i + m.len()..].lines().next().unwrap_or("");
+        let item = next
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ");
+        item.starts_with("mod tests {")
+    });
+    let before_tests = &text[..at_tests.map_or(text.len(), |(i, _)| i)];
     before_tests
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -223,13 +285,25 @@ fn uses(m: &str, path: &Path, mods: &BTreeMap<String, PathBuf>) -> BTreeSet<Stri
     let text = code(path);
     let exports = root_exports(mods);
     let mut refs: Vec<String> = Vec::new();
-    for (prefix, base) in [("crate::", String::new()), ("super::", parent(m))] {
+    for prefix in ["crate::", "super::"] {
         for (i, _) in text.match_indices(prefix) {
             let before = text[..i].chars().last();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            // The second `super::` of `super::super::` is the first's.
+            if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | ':')) {
                 continue;
             }
-            let after = &text[i + prefix.len()..];
+            let mut after = &text[i + prefix.len()..];
+            let base = if prefix == "crate::" {
+                String::new()
+            } else {
+                // Each `super::` climbs one module up from `m`.
+                let mut base = parent(m);
+                while let Some(rest) = after.strip_prefix("super::") {
+                    base = parent(&base);
+                    after = rest;
+                }
+                base
+            };
             let head: String = after
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || matches!(*c, '_' | ':'))
@@ -271,10 +345,20 @@ fn uses(m: &str, path: &Path, mods: &BTreeMap<String, PathBuf>) -> BTreeSet<Stri
         if target.is_none() {
             target = parts.first().and_then(|n| exports.get(*n)).cloned();
         }
+        // A use of an ancestor counts: a child that names its parent's
+        // items (`super::Config`) and a parent that declares the child make
+        // a loop, which moving the shared items to a sibling file breaks.
         if let Some(cand) = target {
-            if cand != m && !m.starts_with(&format!("{cand}::")) {
+            if cand != m {
                 out.insert(cand);
             }
+        }
+    }
+    // A module uses the children it declares (`mod child;`, then
+    // `child::f()` or `pub use child::X`, paths the scan above skips).
+    for child in mods.keys() {
+        if parent(child) == m {
+            out.insert(child.clone());
         }
     }
     out
@@ -444,6 +528,74 @@ fn the_loop_finder_finds_loops() {
     let mods = modules(dir.path());
     assert_eq!(uses("a", &mods["a"], &mods), BTreeSet::from(["b".into()]));
     assert_eq!(uses("b", &mods["b"], &mods), BTreeSet::from(["a".into()]));
+}
+
+#[test]
+fn a_child_naming_its_parent_makes_a_loop() {
+    // A parent that declares a child and dispatches to it, and a child that
+    // names the parent's items: the loop item 5 of issue 30 removed.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(src.join("web/event")).unwrap();
+    fs::write(src.join("lib.rs"), "pub mod web;\n").unwrap();
+    fs::write(
+        src.join("web/mod.rs"),
+        "mod config;\nmod event;\npub use config::Config;\npub fn start() { event::run() }\n",
+    )
+    .unwrap();
+    fs::write(src.join("web/config.rs"), "pub struct Config;\n").unwrap();
+    fs::write(
+        src.join("web/event.rs"),
+        "mod stage;\nuse super::Config;\npub fn run() {}\n\
+         #[cfg(test)]\npub(crate) mod tests {\n    use super::super::config::X;\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        src.join("web/event/stage.rs"),
+        "use super::super::config::Config;\nfn f() { super::super::start() }\n",
+    )
+    .unwrap();
+    let mods = modules(dir.path());
+    let uses_of = |m: &str| uses(m, &mods[m], &mods);
+    // The parent uses the children it declares, by bare paths too.
+    assert_eq!(
+        uses_of("web"),
+        BTreeSet::from(["web::config".into(), "web::event".into()])
+    );
+    // `super::Config` is the parent's, though it comes from a sibling; test
+    // code (here a `pub(crate) mod tests`) counts for nothing.
+    assert_eq!(
+        uses_of("web::event"),
+        BTreeSet::from(["web".into(), "web::event::stage".into()])
+    );
+    // Each `super::` climbs one module.
+    assert_eq!(
+        uses_of("web::event::stage"),
+        BTreeSet::from(["web".into(), "web::config".into()])
+    );
+    let edges: BTreeMap<String, BTreeSet<String>> =
+        ["web", "web::config", "web::event", "web::event::stage"]
+            .into_iter()
+            .map(|m| (m.to_string(), uses_of(m)))
+            .collect();
+    assert_eq!(
+        find_loop(&edges),
+        Some(vec!["web".into(), "web::event".into(), "web".into()])
+    );
+    // Naming the sibling instead breaks the loop.
+    fs::write(
+        src.join("web/event.rs"),
+        "use super::config::Config;\npub fn run() {}\n",
+    )
+    .unwrap();
+    fs::remove_dir_all(src.join("web/event")).unwrap();
+    let mods = modules(dir.path());
+    let edges: BTreeMap<String, BTreeSet<String>> = mods
+        .iter()
+        .filter(|(m, _)| *m != "lib")
+        .map(|(m, f)| (m.clone(), uses(m, f, &mods)))
+        .collect();
+    assert_eq!(find_loop(&edges), None);
 }
 
 /// Where `unsafe` may be allowed.

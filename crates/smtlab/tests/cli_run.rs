@@ -598,7 +598,7 @@ fn bad_run_input_exits_2_naming_the_fault_and_keeps_the_store() {
     assert_usage_error(&["run", "--db", &db], "nothing to run");
     // A value of the right type but out of the workload's range is refused
     // when the run is planned, not by every sample (the full table of
-    // ranges is tested in smtlab-core's `workload` module).
+    // ranges is tested in smtlab-workloads' `registry` module).
     for (w, param, needle) in [
         ("spin", "corrupt=2", "--param corrupt=2: expected 0 or 1"),
         ("larson", "touch=4", "--param touch=4: expected at least 8"),
