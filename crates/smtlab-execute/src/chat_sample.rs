@@ -111,7 +111,13 @@ impl ChatParams {
                         .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
                     client_cpus = Some(set);
                 }
-                _ => return Err(ServerParamError::unknown_chat(server, k)),
+                _ => {
+                    return Err(ServerParamError::Unknown {
+                        server: server.into(),
+                        param: k.into(),
+                        takes: CHAT_PARAMS.to_vec(),
+                    })
+                }
             }
         }
         if connections % room != 0 {

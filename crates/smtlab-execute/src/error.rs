@@ -13,16 +13,21 @@ use smtlab_servers::load::probe::ProbeError;
 use smtlab_servers::load::LoadError;
 use smtlab_workloads::WorkloadError;
 
-use crate::chat_sample::CHAT_PARAMS;
 use crate::pin::LibraryError;
-use crate::server::{PARAMS, WEB_SERVERS};
 
 /// A server point's parameter (or `--client-cpus`) refused; each message
 /// names the parameter and its value and says what would be valid.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ServerParamError {
-    #[error("--workload {server}: not a web server; web servers: {}", WEB_SERVERS.join(", "))]
-    NotAWebServer { server: String },
+    /// `servers`: the web servers there are. The tables of servers and
+    /// parameters live with the code that runs them (`server.rs`,
+    /// `chat_sample.rs`), which builds these errors: this file names no
+    /// module that uses it.
+    #[error("--workload {server}: not a web server; web servers: {}", servers.join(", "))]
+    NotAWebServer {
+        server: String,
+        servers: &'static [&'static str],
+    },
     #[error("--workload {server}: not a chat server")]
     NotAChatServer { server: String },
     #[error("--param files={value}: expected a size such as 5MB, 50MB or 500MB")]
@@ -63,31 +68,6 @@ pub enum ServerParamError {
     RoomsUneven { connections: usize, room: usize },
     #[error("--param room={room}: at most 1000")]
     RoomTooLarge { room: usize },
-}
-
-impl ServerParamError {
-    /// The web server parameter `param` is not one of `server`'s.
-    pub(crate) fn unknown_web(server: &str, param: &str) -> ServerParamError {
-        let takes = PARAMS
-            .iter()
-            .copied()
-            .filter(|k| server == "web" || *k != "helpers")
-            .collect();
-        ServerParamError::Unknown {
-            server: server.into(),
-            param: param.into(),
-            takes,
-        }
-    }
-
-    /// The chat parameter `param` is not one of `server`'s.
-    pub(crate) fn unknown_chat(server: &str, param: &str) -> ServerParamError {
-        ServerParamError::Unknown {
-            server: server.into(),
-            param: param.into(),
-            takes: CHAT_PARAMS.to_vec(),
-        }
-    }
 }
 
 /// Why a sample could not be taken, or a worker process gave up. A

@@ -105,6 +105,7 @@ impl ServerParams {
         if !WEB_SERVERS.contains(&server) {
             return Err(ServerParamError::NotAWebServer {
                 server: server.into(),
+                servers: &WEB_SERVERS,
             });
         }
         let mut p = ServerParams {
@@ -171,7 +172,7 @@ impl ServerParams {
                         .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
                     p.client_cpus = Some(set);
                 }
-                _ => return Err(ServerParamError::unknown_web(server, k)),
+                _ => return Err(unknown_web(server, k)),
             }
         }
         Ok(p)
@@ -937,6 +938,21 @@ fn fill(
     }
     if !notes.is_empty() {
         sample.reason = Some(notes.join("; "));
+    }
+}
+
+/// The web parameter `param` is not one of `server`'s (`helpers` is
+/// smtlab's own server's only).
+fn unknown_web(server: &str, param: &str) -> ServerParamError {
+    let takes = PARAMS
+        .iter()
+        .copied()
+        .filter(|k| server == "web" || *k != "helpers")
+        .collect();
+    ServerParamError::Unknown {
+        server: server.into(),
+        param: param.into(),
+        takes,
     }
 }
 
