@@ -280,12 +280,17 @@ impl Client<'_> {
     /// once go to `retry`.
     fn dispatch(&mut self, now: Instant, retry: &mut Vec<usize>) {
         let Some(mut schedule) = self.schedule.take() else {
-            if now >= self.record.window().end {
-                return;
-            }
-            while let Some(k) = self.free.pop() {
-                // Closed loop: the latency runs from the send itself.
+            let end = self.record.window().end;
+            while let Some(&k) = self.free.last() {
+                // Closed loop: the latency runs from the send itself, and
+                // nothing goes out once the window is over, by the clock of
+                // that send (a request sent just past the end was counted
+                // neither as sent nor as answered, yet as still waiting).
                 let sent = Instant::now();
+                if sent >= end {
+                    return;
+                }
+                self.free.pop();
                 if let Err(kind) = self.send(k, sent, sent) {
                     self.record.error(sent, kind);
                     retry.push(k);
