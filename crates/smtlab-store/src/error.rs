@@ -121,3 +121,16 @@ impl StoreError {
         )
     }
 }
+
+/// Why a store's tables cannot be merged: the merge copies or keeps every
+/// table it knows, so one it does not know would lose its rows. The merge
+/// turns it into [`StoreError::Invalid`] on the output.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TableCheckError {
+    /// SQLite could not list the tables.
+    #[error("cannot list its tables: {0}")]
+    List(rusqlite::Error),
+    /// Tables a later migration added that the merge has not been told of.
+    #[error("merge does not know table(s) {0:?} of this schema; nothing was merged")]
+    Unknown(Vec<String>),
+}

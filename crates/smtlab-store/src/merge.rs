@@ -75,7 +75,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use rusqlite::{Transaction, TransactionBehavior};
 use serde::Serialize;
 
-use crate::error::StoreError;
+use crate::error::{StoreError, TableCheckError};
 use crate::store::{check_path, Store};
 
 /// The tables a merge copies, parents first. Every other table of a store
@@ -507,7 +507,7 @@ struct Staging<'a> {
 impl<'a> Staging<'a> {
     fn create(out: &'a Store) -> Result<Staging<'a>, StoreError> {
         let err = |e| out.err("preparing the merge", e);
-        check_tables(&out.conn).map_err(|detail| out.invalid(detail))?;
+        check_tables(&out.conn).map_err(|e| out.invalid(e.to_string()))?;
         let mut columns = Vec::new();
         let mut ddl = String::new();
         for table in COPIED_TABLES {
@@ -918,24 +918,22 @@ impl Drop for Staging<'_> {
 
 /// Every table of the store is copied or the store's own: a table a later
 /// migration adds must be placed here, or a merge would drop its rows.
-fn check_tables(conn: &Connection) -> Result<(), String> {
+fn check_tables(conn: &Connection) -> Result<(), TableCheckError> {
     let tables: Vec<String> = conn
         .prepare(
             "SELECT name FROM main.sqlite_master WHERE type = 'table' \
              AND name NOT LIKE 'sqlite_%' ORDER BY name",
         )
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| format!("cannot list its tables: {e}"))?;
-    let unknown: Vec<&String> = tables
-        .iter()
+        .map_err(TableCheckError::List)?;
+    let unknown: Vec<String> = tables
+        .into_iter()
         .filter(|t| !COPIED_TABLES.contains(&t.as_str()) && !OWN_TABLES.contains(&t.as_str()))
         .collect();
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "merge does not know table(s) {unknown:?} of this schema; nothing was merged"
-        ))
+        Err(TableCheckError::Unknown(unknown))
     }
 }
 
@@ -1091,6 +1089,26 @@ mod tests {
         check_tables(&store.conn).unwrap();
         store.conn.execute_batch("CREATE TABLE notes (x)").unwrap();
         let e = check_tables(&store.conn).unwrap_err();
-        assert!(e.contains("notes"), "{e}");
+        assert!(e.to_string().contains("notes"), "{e}");
+    }
+
+    /// The typed error of an unknown table says what the `String` said,
+    /// word for word, and names the tables (not a list of references).
+    #[test]
+    fn unknown_table_error_names_the_tables_in_the_same_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        store
+            .conn
+            .execute_batch("CREATE TABLE notes (x); CREATE TABLE extra (y)")
+            .unwrap();
+        match check_tables(&store.conn).unwrap_err() {
+            e @ TableCheckError::Unknown(_) => assert_eq!(
+                e.to_string(),
+                "merge does not know table(s) [\"extra\", \"notes\"] of this schema; \
+                 nothing was merged"
+            ),
+            e => panic!("not an unknown table: {e}"),
+        }
     }
 }
