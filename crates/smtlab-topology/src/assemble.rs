@@ -205,8 +205,73 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         .map(|p| p.os_index)
         .collect();
 
-    // Packages: by physical_package_id; POWER reports -1, so fall back to the
-    // package sibling set (what hwloc does, giving one package per core there).
+    let (pkg_of, pkgs) = group_packages(&raw, &mut notes);
+    let dies = group_dies(&raw, &pkg_of);
+    let cores = group_cores(&raw, &online, &pkg_of, &mut notes);
+    let caches = distinct_caches(&raw, &online);
+
+    // Nest everything and number in depth-first order.
+    let pkg_list: Vec<(PackageKey, CpuSet)> = pkgs.into_iter().collect();
+    let die_list: Vec<((PackageKey, i64), CpuSet)> = dies.into_iter().collect();
+    let core_list: Vec<((PackageKey, CoreKey), CoreGroup)> = cores.into_iter().collect();
+    let tree = nest(&raw, &online, &pkg_list, &die_list, &caches, &core_list);
+    let order = DfsOrder::of(&tree);
+
+    let packages = number_packages(&order.packages, &pkg_list);
+    let package_at: HashMap<u32, usize> = packages
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.cpus.iter().map(move |c| (c, i)))
+        .collect();
+    let dies_out = number_dies(&order.dies, &die_list, &package_at);
+    let cores_out = number_cores(&order.cores, &core_list, &package_at);
+    let caches_out = number_caches(&order.caches, &caches);
+
+    let numa_nodes = numa_nodes(&raw, &mut notes);
+    let memory_bytes = if numa_nodes.iter().all(|n| n.memory_bytes.is_some()) {
+        Some(numa_nodes.iter().filter_map(|n| n.memory_bytes).sum())
+    } else {
+        raw.memory_bytes
+    };
+    let cpu_kinds = cpu_kinds(&raw);
+    let pus = place_pus(
+        &raw,
+        &order.pu_logical,
+        &Holders {
+            package: &package_at,
+            core: &index_of(cores_out.iter().map(|c| &c.cpus)),
+            die: &index_of(dies_out.iter().map(|d| &d.cpus)),
+            numa: &index_of(numa_nodes.iter().map(|n| &n.cpus)),
+            kind: &index_of(cpu_kinds.iter().map(|k| &k.cpus)),
+        },
+    );
+
+    Topology {
+        source: raw.source.clone(),
+        cpu_model: raw.cpu_model.clone(),
+        memory_bytes,
+        pus,
+        packages,
+        dies: dies_out,
+        cores: cores_out,
+        caches: caches_out,
+        numa_nodes,
+        cpu_kinds,
+        cpuset_source: raw.cpuset_source.clone(),
+        smt_control: raw.smt_control.clone(),
+        notes,
+        raw,
+    }
+}
+
+/// Packages of the online PUs: by physical_package_id; POWER reports -1, so
+/// fall back to the package sibling set (what hwloc does, giving one package
+/// per core there), with a note saying so. Returns each PU's package key and
+/// each package's PUs.
+fn group_packages(
+    raw: &RawTopology,
+    notes: &mut Vec<String>,
+) -> (BTreeMap<u32, PackageKey>, BTreeMap<PackageKey, CpuSet>) {
     let mut pkg_of: BTreeMap<u32, PackageKey> = BTreeMap::new();
     let mut pkgs: BTreeMap<PackageKey, CpuSet> = BTreeMap::new();
     let mut pkg_fallback = false;
@@ -232,8 +297,15 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
                 .to_string(),
         );
     }
+    (pkg_of, pkgs)
+}
 
-    // Dies: only worth showing when some package has more than one.
+/// Dies of the online PUs, by (package, die id): only worth showing when
+/// some package has more than one, so empty otherwise.
+fn group_dies(
+    raw: &RawTopology,
+    pkg_of: &BTreeMap<u32, PackageKey>,
+) -> BTreeMap<(PackageKey, i64), CpuSet> {
     let mut dies_by_pkg: BTreeMap<PackageKey, BTreeSet<i64>> = BTreeMap::new();
     for pu in raw.pus.iter().filter(|p| p.online) {
         if let Some(d) = pu.die_id.filter(|d| *d >= 0) {
@@ -254,9 +326,18 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             }
         }
     }
+    dies
+}
 
-    // Cores: by the core's sibling set; then by (die, core_id) inside the
-    // package, because core ids repeat across packages; else one core per PU.
+/// Cores of the online PUs: by the core's sibling set; then by (die,
+/// core_id) inside the package, because core ids repeat across packages;
+/// else one core per PU, with a note saying so.
+fn group_cores(
+    raw: &RawTopology,
+    online: &CpuSet,
+    pkg_of: &BTreeMap<u32, PackageKey>,
+    notes: &mut Vec<String>,
+) -> BTreeMap<(PackageKey, CoreKey), CoreGroup> {
     let mut cores: BTreeMap<(PackageKey, CoreKey), CoreGroup> = BTreeMap::new();
     let mut core_fallback = false;
     let core_id_of: HashMap<u32, Option<i64>> =
@@ -271,7 +352,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         .filter_map(|p| p.core_cpus.as_ref())
     {
         sibling_facts.entry(s).or_insert_with(|| {
-            let on = s.intersection(&online);
+            let on = s.intersection(online);
             let ids = on
                 .iter()
                 .filter_map(|o| core_id_of.get(&o).copied().flatten())
@@ -308,15 +389,18 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
                 .to_string(),
         );
     }
+    cores
+}
 
-    // Caches: one object per distinct (level, type, sharing set).
-    // Each PU reports every cache it sees, so the same cache comes once per
-    // PU sharing it: a set finds the repeats in linear time (a search of the
-    // list took minutes for 65536 one-core L1s).
+/// Caches: one object per distinct (level, type, sharing set), restricted
+/// to the online PUs. Each PU reports every cache it sees, so the same
+/// cache comes once per PU sharing it: a set finds the repeats in linear
+/// time (a search of the list took minutes for 65536 one-core L1s).
+fn distinct_caches(raw: &RawTopology, online: &CpuSet) -> Vec<RawCache> {
     let mut caches: Vec<RawCache> = Vec::new();
     let mut seen: HashSet<(u8, CacheType, CpuSet)> = HashSet::new();
     for c in &raw.caches {
-        let cpus = c.cpus.intersection(&online);
+        let cpus = c.cpus.intersection(online);
         if cpus.is_empty() {
             continue;
         }
@@ -324,11 +408,19 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             caches.push(RawCache { cpus, ..c.clone() });
         }
     }
+    caches
+}
 
-    // Nest everything and number in depth-first order.
-    let pkg_list: Vec<(PackageKey, CpuSet)> = pkgs.into_iter().collect();
-    let die_list: Vec<((PackageKey, i64), CpuSet)> = dies.into_iter().collect();
-    let core_list: Vec<((PackageKey, CoreKey), CoreGroup)> = cores.into_iter().collect();
+/// The grouped objects and the online PUs nested into one tree; each
+/// object's `What` indexes its list.
+fn nest(
+    raw: &RawTopology,
+    online: &CpuSet,
+    pkg_list: &[(PackageKey, CpuSet)],
+    die_list: &[((PackageKey, i64), CpuSet)],
+    caches: &[RawCache],
+    core_list: &[((PackageKey, CoreKey), CoreGroup)],
+) -> Tree {
     let mut objects = Vec::new();
     for (i, (_, cpus)) in pkg_list.iter().enumerate() {
         objects.push((What::Package(i), 1, cpus.clone()));
@@ -349,28 +441,49 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
     for p in raw.pus.iter().filter(|p| p.online) {
         objects.push((What::Pu(p.os_index), 60, CpuSet::from_iter([p.os_index])));
     }
-    let tree = Tree::build(online.clone(), objects);
+    Tree::build(online.clone(), objects)
+}
 
-    let mut pkg_order = Vec::new();
-    let mut die_order = Vec::new();
-    let mut cache_order = Vec::new();
-    let mut core_order = Vec::new();
-    let mut pu_logical: HashMap<u32, u32> = HashMap::new();
-    for n in tree.dfs() {
-        match tree.nodes[n].what {
-            What::Machine => {}
-            What::Package(i) => pkg_order.push(i),
-            What::Die(i) => die_order.push(i),
-            What::Cache(i) => cache_order.push(i),
-            What::Core(i) => core_order.push(i),
-            What::Pu(os) => {
-                let l = pu_logical.len() as u32;
-                pu_logical.insert(os, l);
+/// The order in which a depth-first walk of the tree meets each kind of
+/// object (indexes into the grouped lists), and each online PU's logical
+/// index: what numbers the objects the way lstopo does.
+struct DfsOrder {
+    packages: Vec<usize>,
+    dies: Vec<usize>,
+    caches: Vec<usize>,
+    cores: Vec<usize>,
+    pu_logical: HashMap<u32, u32>,
+}
+
+impl DfsOrder {
+    fn of(tree: &Tree) -> DfsOrder {
+        let mut order = DfsOrder {
+            packages: Vec::new(),
+            dies: Vec::new(),
+            caches: Vec::new(),
+            cores: Vec::new(),
+            pu_logical: HashMap::new(),
+        };
+        for n in tree.dfs() {
+            match tree.nodes[n].what {
+                What::Machine => {}
+                What::Package(i) => order.packages.push(i),
+                What::Die(i) => order.dies.push(i),
+                What::Cache(i) => order.caches.push(i),
+                What::Core(i) => order.cores.push(i),
+                What::Pu(os) => {
+                    let l = order.pu_logical.len() as u32;
+                    order.pu_logical.insert(os, l);
+                }
             }
         }
+        order
     }
+}
 
-    let packages: Vec<Package> = pkg_order
+/// The packages, numbered in depth-first order.
+fn number_packages(order: &[usize], pkg_list: &[(PackageKey, CpuSet)]) -> Vec<Package> {
+    order
         .iter()
         .enumerate()
         .map(|(id, &i)| Package {
@@ -381,14 +494,17 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             },
             cpus: pkg_list[i].1.clone(),
         })
-        .collect();
-    let package_at: HashMap<u32, usize> = packages
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| p.cpus.iter().map(move |c| (c, i)))
-        .collect();
-    let package_of_cpu = |cpu: u32| package_at.get(&cpu).copied();
-    let dies_out: Vec<Die> = die_order
+        .collect()
+}
+
+/// The dies, numbered in depth-first order, each in the package holding
+/// its first PU (`package_at`: each PU's package).
+fn number_dies(
+    order: &[usize],
+    die_list: &[((PackageKey, i64), CpuSet)],
+    package_at: &HashMap<u32, usize>,
+) -> Vec<Die> {
+    order
         .iter()
         .enumerate()
         .map(|(id, &i)| {
@@ -396,12 +512,24 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             Die {
                 id,
                 os_index: u32::try_from(die_list[i].0 .1).ok(),
-                package: cpus.first().and_then(package_of_cpu).unwrap_or(0),
+                package: cpus
+                    .first()
+                    .and_then(|c| package_at.get(&c).copied())
+                    .unwrap_or(0),
                 cpus,
             }
         })
-        .collect();
-    let cores_out: Vec<Core> = core_order
+        .collect()
+}
+
+/// The cores, numbered in depth-first order, each in the package holding
+/// its first PU.
+fn number_cores(
+    order: &[usize],
+    core_list: &[((PackageKey, CoreKey), CoreGroup)],
+    package_at: &HashMap<u32, usize>,
+) -> Vec<Core> {
+    order
         .iter()
         .enumerate()
         .map(|(id, &i)| {
@@ -409,13 +537,21 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             Core {
                 id,
                 os_index: core_id.and_then(|v| u32::try_from(v).ok()),
-                package: cpus.first().and_then(package_of_cpu).unwrap_or(0),
+                package: cpus
+                    .first()
+                    .and_then(|c| package_at.get(&c).copied())
+                    .unwrap_or(0),
                 cpus: cpus.clone(),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The caches, numbered in depth-first order within each (level, type),
+/// then listed by level, type and number.
+fn number_caches(order: &[usize], caches: &[RawCache]) -> Vec<Cache> {
     let mut per_kind: BTreeMap<(u8, CacheType), usize> = BTreeMap::new();
-    let mut caches_out: Vec<Cache> = cache_order
+    let mut caches_out: Vec<Cache> = order
         .iter()
         .map(|&i| {
             let c = &caches[i];
@@ -433,8 +569,12 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
         })
         .collect();
     caches_out.sort_by_key(|c| (c.level, c.cache_type, c.id));
+    caches_out
+}
 
-    // NUMA nodes, by OS index; a machine without any is one node.
+/// NUMA nodes, by OS index; a machine without any is one node holding
+/// every PU and all the memory, with a note saying so.
+fn numa_nodes(raw: &RawTopology, notes: &mut Vec<String>) -> Vec<NumaNode> {
     let mut raw_nodes = raw.nodes.clone();
     raw_nodes.sort_by_key(|n| n.os_index);
     if raw_nodes.is_empty() {
@@ -450,7 +590,7 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             distances: vec![10],
         });
     }
-    let numa_nodes: Vec<NumaNode> = raw_nodes
+    raw_nodes
         .iter()
         .enumerate()
         .map(|(id, n)| NumaNode {
@@ -461,17 +601,14 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             allowed: n.allowed,
             distances: n.distances.clone(),
         })
-        .collect();
-    let memory_bytes = if numa_nodes.iter().all(|n| n.memory_bytes.is_some()) {
-        Some(numa_nodes.iter().filter_map(|n| n.memory_bytes).sum())
-    } else {
-        raw.memory_bytes
-    };
+        .collect()
+}
 
-    // CPU kinds: ranked by frequency, slowest first (hwloc's efficiency 0).
+/// CPU kinds: ranked by frequency, slowest first (hwloc's efficiency 0).
+fn cpu_kinds(raw: &RawTopology) -> Vec<CpuKind> {
     let mut kinds = raw.kinds.clone();
     kinds.sort_by_key(|k| (k.base_freq_mhz, k.max_freq_mhz, k.cpus.first()));
-    let cpu_kinds: Vec<CpuKind> = kinds
+    kinds
         .into_iter()
         .enumerate()
         .map(|(id, k)| CpuKind {
@@ -482,33 +619,42 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
             max_freq_mhz: k.max_freq_mhz,
             base_freq_mhz: k.base_freq_mhz,
         })
-        .collect();
+        .collect()
+}
 
-    // Which object holds each PU, by index: one pass over each list, where
-    // a search per PU was quadratic.
-    let index_of = |sets: Vec<&CpuSet>| {
-        let mut m: HashMap<u32, usize> = HashMap::new();
-        for (i, set) in sets.into_iter().enumerate() {
-            for c in set.iter() {
-                m.entry(c).or_insert(i);
-            }
+/// Which object holds each PU, by index (the first that does): one pass
+/// over the list, where a search per PU was quadratic.
+fn index_of<'a>(sets: impl Iterator<Item = &'a CpuSet>) -> HashMap<u32, usize> {
+    let mut m: HashMap<u32, usize> = HashMap::new();
+    for (i, set) in sets.enumerate() {
+        for c in set.iter() {
+            m.entry(c).or_insert(i);
         }
-        m
-    };
-    let core_at = index_of(cores_out.iter().map(|c| &c.cpus).collect());
-    let die_at = index_of(dies_out.iter().map(|d| &d.cpus).collect());
-    let numa_at = index_of(numa_nodes.iter().map(|n| &n.cpus).collect());
-    let kind_at = index_of(cpu_kinds.iter().map(|k| &k.cpus).collect());
-    let pus: Vec<Pu> = raw
-        .pus
+    }
+    m
+}
+
+/// For each PU, the index of the object of each kind that holds it.
+struct Holders<'a> {
+    package: &'a HashMap<u32, usize>,
+    core: &'a HashMap<u32, usize>,
+    die: &'a HashMap<u32, usize>,
+    numa: &'a HashMap<u32, usize>,
+    kind: &'a HashMap<u32, usize>,
+}
+
+/// Every PU (offline ones too, in no core, package or die) with its
+/// logical index and the objects holding it.
+fn place_pus(raw: &RawTopology, pu_logical: &HashMap<u32, u32>, at: &Holders) -> Vec<Pu> {
+    raw.pus
         .iter()
         .map(|p| {
             let os = p.os_index;
             let (core, package, die) = if p.online {
                 (
-                    core_at.get(&os).copied(),
-                    package_of_cpu(os),
-                    die_at.get(&os).copied(),
+                    at.core.get(&os).copied(),
+                    at.package.get(&os).copied(),
+                    at.die.get(&os).copied(),
                 )
             } else {
                 (None, None, None)
@@ -521,30 +667,13 @@ pub fn assemble(mut raw: RawTopology) -> Topology {
                 die,
                 // x86 kernels without clusters print 65535 (a u16 -1).
                 cluster: p.cluster_id.filter(|c| *c >= 0 && *c != 0xffff),
-                numa: numa_at.get(&os).copied(),
-                kind: kind_at.get(&os).copied(),
+                numa: at.numa.get(&os).copied(),
+                kind: at.kind.get(&os).copied(),
                 online: p.online,
                 allowed: p.online && p.allowed,
             }
         })
-        .collect();
-
-    Topology {
-        source: raw.source.clone(),
-        cpu_model: raw.cpu_model.clone(),
-        memory_bytes,
-        pus,
-        packages,
-        dies: dies_out,
-        cores: cores_out,
-        caches: caches_out,
-        numa_nodes,
-        cpu_kinds,
-        cpuset_source: raw.cpuset_source.clone(),
-        smt_control: raw.smt_control.clone(),
-        notes,
-        raw,
-    }
+        .collect()
 }
 
 impl Topology {
