@@ -2,17 +2,24 @@
 //! reliable UDP, for the communication study (`--comm`).
 
 mod clock;
+mod coherence;
 mod core;
 mod fetch_bench;
+mod gather;
 mod launcher;
 mod managers;
+mod mechanism;
 mod node;
+mod page_table;
 mod protocol;
 mod rank;
 mod registry;
 mod rendezvous;
 mod report;
+mod shared;
+mod snapshot;
 mod stall;
+mod waiting;
 
 pub use fetch_bench::{fault_floor_ns, page_fetch_ns, udp_ping_pong_ns};
 pub use launcher::{

@@ -17,9 +17,10 @@ use smtlab_msg::{Config, Endpoint, Fault, UdpTransport};
 use smtlab_types::Comm;
 
 use crate::core::Core;
-use crate::node::{Node, Snapshot, Threads};
+use crate::node::{Node, Threads};
 use crate::rendezvous::Rendezvous;
 use crate::report::{RankStats, RunReport, ThreadTime, TimeSplit};
+use crate::snapshot::Snapshot;
 
 /// How long the end of a run may take (statistics to rank 0, goodbyes).
 const FINISH_LIMIT: Duration = Duration::from_secs(30);
