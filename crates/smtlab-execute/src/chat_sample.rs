@@ -2,7 +2,7 @@
 //! on the point's CPUs (`smtlab serve chat` in the point's model, or
 //! Debian's ngircd with a generated configuration in a directory of its
 //! own), driven by smtlab's VolanoMark-shaped load generator
-//! (`smtlab_servers::chatload`) on other CPUs, then stopped.
+//! (`smtlab_chat::load`) on other CPUs, then stopped.
 //!
 //! What a sample measures, per delivered message and per connection, over
 //! the **message phase only**: the load generator calls back once every
@@ -27,10 +27,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use smtlab_chat::load::{self as chatload, ChatLoadConfig, ChatLoadReport, Hook};
+use smtlab_chat::ngircd::{self, NgircdConfig};
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
-use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadReport, Hook};
-use smtlab_servers::load::client_cpus;
-use smtlab_servers::reference::ngircd::{self, NgircdConfig};
+use smtlab_serving::client_cpus;
 use smtlab_sys::ChildEnd;
 use smtlab_types::cpuset::CpuSet;
 use smtlab_types::{CounterValue, Point, Sample, SampleStatus};

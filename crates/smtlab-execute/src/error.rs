@@ -7,10 +7,10 @@
 use std::io;
 use std::path::PathBuf;
 
-use smtlab_servers::chatload::ChatLoadError;
-use smtlab_servers::fileset::FileSetError;
-use smtlab_servers::load::probe::ProbeError;
-use smtlab_servers::load::LoadError;
+use smtlab_chat::load::ChatLoadError;
+use smtlab_web::fileset::FileSetError;
+use smtlab_web::load::probe::ProbeError;
+use smtlab_web::load::LoadError;
 use smtlab_workloads::WorkloadError;
 
 use crate::pin::LibraryError;

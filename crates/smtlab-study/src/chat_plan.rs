@@ -143,12 +143,12 @@ pub fn plan_chat(
     }
     if ngircd.is_ok() && !counts.is_empty() {
         // What shapes ngircd's numbers, measured and read from its source.
-        let conf = smtlab_servers::reference::ngircd::NgircdConfig {
+        let conf = smtlab_chat::ngircd::NgircdConfig {
             listen: ([127, 0, 0, 1], 6667).into(),
             max_connections: counts.iter().max().copied().unwrap_or(0) + 100,
             dir: std::env::temp_dir(),
         };
-        notes.extend(smtlab_servers::reference::ngircd::limits_note(&conf));
+        notes.extend(smtlab_chat::ngircd::limits_note(&conf));
     }
     match &ngircd {
         Err(why) => study_limits.push(format!("ngircd is not measured: {why}.")),

@@ -465,9 +465,9 @@ fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, Ru
 /// specification as every study has them; servers, models, placements and
 /// N from [`web_plan`](crate::web_plan).
 fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let nginx = match smtlab_servers::reference::nginx::find() {
+    let nginx = match smtlab_web::nginx::find() {
         Some(_) => Ok(()),
-        None => Err(smtlab_servers::reference::nginx::missing_reason().to_string()),
+        None => Err(smtlab_web::nginx::missing_reason().to_string()),
     };
     let (allocators, mut base) = server_study_base(StudyKind::Web, &req);
     base.programs = req.programs.clone();
@@ -480,9 +480,9 @@ fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Study
 }
 
 fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let ngircd = match smtlab_servers::reference::ngircd::find() {
+    let ngircd = match smtlab_chat::ngircd::find() {
         Some(_) => Ok(()),
-        None => Err(smtlab_servers::reference::ngircd::missing_reason().to_string()),
+        None => Err(smtlab_chat::ngircd::missing_reason().to_string()),
     };
     let (allocators, base) = server_study_base(StudyKind::Chat, &req);
     // The user's --param and --client-cpus, on every server of the sweep.

@@ -3,7 +3,7 @@
 //! Ctrl-C flag of `smtlab serve` or `run`, the forwarding handler), under
 //! which a SIGTERM would only set a flag in the child instead of ending it.
 //!
-//! Called by the `process` web server's workers (`smtlab-servers`).
+//! Called by the `process` web server's workers (`smtlab-web`).
 
 use std::io;
 

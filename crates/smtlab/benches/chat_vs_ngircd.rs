@@ -33,8 +33,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use smtlab_servers::chatload::{self, ChatLoadConfig};
-use smtlab_servers::reference::ngircd::{self, NgircdConfig};
+use smtlab_chat::load::{self as chatload, ChatLoadConfig};
+use smtlab_chat::ngircd::{self, NgircdConfig};
 
 const TARGET_RATIO: f64 = 2.0;
 const TARGET_IDLE_KIB: f64 = 16.0;

@@ -48,8 +48,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
-use smtlab_servers::fileset::{FileSet, Mix};
-use smtlab_servers::reference::nginx::{self, NginxConfig};
+use smtlab_web::fileset::{FileSet, Mix};
+use smtlab_web::nginx::{self, NginxConfig};
 
 const ONE_KB: &str = "/dir00000/class1_0";
 
@@ -421,7 +421,7 @@ fn main() {
         // request: no more than wrk's means at least wrk's requests/s
         // wherever the client is the limit.
         let within = (load_vs_wrk.0 - 1.0).abs() <= 0.05;
-        let server_bound = share("nginx") < smtlab_servers::load::CLIENT_BOUND_SHARE;
+        let server_bound = share("nginx") < smtlab_web::load::CLIENT_BOUND_SHARE;
         let met_load = within && (load_vs_wrk.0 >= 1.0 || (server_bound && cost_ratio <= 1.0));
         all_met &= met_server && met_load;
         println!("{}:", load.name);

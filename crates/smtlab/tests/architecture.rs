@@ -730,8 +730,10 @@ fn closure(deps: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<St
 #[test]
 fn reading_results_compiles_neither_the_engine_nor_what_it_runs() {
     const READERS: [&str; 3] = ["smtlab-store", "smtlab-analyse", "smtlab-report"];
-    const RUNNERS: [&str; 6] = [
-        "smtlab-servers",
+    const RUNNERS: [&str; 8] = [
+        "smtlab-web",
+        "smtlab-chat",
+        "smtlab-serving",
         "smtlab-dsm",
         "smtlab-dsm-apps",
         "smtlab-msg",
@@ -749,6 +751,31 @@ fn reading_results_compiles_neither_the_engine_nor_what_it_runs() {
              types down to smtlab-types instead"
         );
     }
+}
+
+/// The web product (HTTP server, file set, HTTP load generator, nginx) and
+/// the chat product (IRC server, chat load generator, ngircd) were one
+/// crate tied by three small helpers: each now builds without the other,
+/// what they share is the small crate below both.
+#[test]
+fn the_web_and_chat_products_build_without_each_other() {
+    let deps = normal_deps();
+    for (product, other) in [("smtlab-web", "smtlab-chat"), ("smtlab-chat", "smtlab-web")] {
+        let needs = closure(&deps, product);
+        assert!(
+            needs.contains("smtlab-serving"),
+            "{product} no longer uses smtlab-serving: {needs:?}"
+        );
+        assert!(
+            !needs.contains(other),
+            "{product} builds {other} (it needs {needs:?}); move what both use to smtlab-serving"
+        );
+    }
+    let shared = closure(&deps, "smtlab-serving");
+    assert!(
+        !shared.contains("smtlab-web") && !shared.contains("smtlab-chat"),
+        "smtlab-serving builds a product it serves: {shared:?}"
+    );
 }
 
 /// The doctor lists installed allocators and judges the machine; it plans

@@ -276,7 +276,7 @@ impl Drop for Ngircd {
 }
 
 fn start_ngircd() -> Option<Ngircd> {
-    use smtlab_servers::reference::ngircd::{self, NgircdConfig};
+    use smtlab_chat::ngircd::{self, NgircdConfig};
     let exe = ngircd::find()?;
     let dir = tempfile::tempdir().unwrap();
     // ngircd cannot listen on port 0: a free port, taken now.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use smtlab_servers::fileset::{content_key, fill, FileSet};
+use smtlab_web::fileset::{content_key, fill, FileSet};
 use support::{assert_usage_error, json, smtlab};
 
 /// A keep-alive server of a one-directory file set; stopped and joined on

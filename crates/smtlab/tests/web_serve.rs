@@ -8,7 +8,7 @@
 //! hostile clients (one byte a second, half-closed, reset) while others are
 //! served; a clean stop on SIGTERM and SIGINT (the `stats:` line, no worker
 //! left, the generated root removed); bad input as one line and exit 2.
-//! The hostile-request corpus (smtlab-servers' `tests/support/web_corpus.rs`)
+//! The hostile-request corpus (smtlab-web's `tests/support/web_corpus.rs`)
 //! against every model; a FIFO in the root never holding a worker, and a
 //! stop within a second with requests in flight; a page with a stylesheet,
 //! a script and an image rendered by headless Chromium.
@@ -17,7 +17,7 @@ mod support;
 
 #[path = "../../smtlab-report/tests/support/chromium.rs"]
 mod chromium;
-#[path = "../../smtlab-servers/tests/support/web_corpus.rs"]
+#[path = "../../smtlab-web/tests/support/web_corpus.rs"]
 mod web_corpus;
 
 use support::assert_success;
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
-use smtlab_servers::fileset::{BodyCheck, FileSet, FileSpec};
+use smtlab_web::fileset::{BodyCheck, FileSet, FileSpec};
 
 /// The architectures under test.
 const MODELS: [&str; 4] = ["process", "thread", "event", "staged"];

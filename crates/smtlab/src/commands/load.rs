@@ -3,8 +3,8 @@
 //! loop (`--rate`, latencies from each request's intended send time), the
 //! SPECweb96 mix or a URL list, bodies verified, on CPUs the server does
 //! not use. Parsing and wiring only: the work is
-//! `smtlab_servers::load::run`, the CPU choice
-//! `smtlab_servers::load::client_cpus::choose`.
+//! `smtlab_web::load::run`, the CPU choice
+//! `smtlab_serving::client_cpus::choose`.
 //!
 //! Exit 0 when the run has a result (some request succeeded, every body
 //! verified; the errors it counted are in the output), 3 when it has none
@@ -24,13 +24,13 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
-use smtlab_servers::load::client_cpus::{self, ClientCpus};
-use smtlab_servers::load::{
+use smtlab_serving::client_cpus::{self, ClientCpus};
+use smtlab_types::CpuSet;
+use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_web::load::{
     self, LoadConfig, LoadError, LoadReport, Urls, CLIENT_BOUND_SHARE, MAX_CONNECTIONS, MAX_RATE,
     MAX_THREADS,
 };
-use smtlab_types::CpuSet;
 
 use super::client_side::{check_cpus, exit_status, latency};
 use crate::exit::usage;

@@ -3,7 +3,7 @@
 //! per room, each sends M messages, each delivered to the room's other
 //! members), closed loop or open loop (`--rate`), on CPUs the server does
 //! not use. Parsing and wiring only: the work is
-//! `smtlab_servers::chatload::run`.
+//! `smtlab_chat::load::run`.
 //!
 //! Exit 0 when every message reached every other member of its room once
 //! and in order, 3 when one did not or none was delivered (the output is
@@ -22,8 +22,8 @@ use anyhow::anyhow;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use smtlab_servers::chatload::{self, ChatLoadConfig, ChatLoadError, ChatLoadReport};
-use smtlab_servers::load::client_cpus::{self, ClientCpus};
+use smtlab_chat::load::{self as chatload, ChatLoadConfig, ChatLoadError, ChatLoadReport};
+use smtlab_serving::client_cpus::{self, ClientCpus};
 use smtlab_types::CpuSet;
 
 use super::client_side::{check_cpus, exit_status, latency};

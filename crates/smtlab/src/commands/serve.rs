@@ -24,12 +24,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use smtlab_chat::server::{self as chat, ChatConfig};
 use smtlab_execute::watchdog::WatchedDir;
-use smtlab_servers::chat::{self, ChatConfig};
-use smtlab_servers::fileset::{parse_size, FileSet, DEFAULT_DIRS};
-use smtlab_servers::web::{self, Model, ServerConfig};
 use smtlab_sys as sys;
 use smtlab_types::{CpuSet, MAX_WORKERS};
+use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_web::server::{self as web, Model, ServerConfig};
 
 use crate::exit::usage;
 use crate::flags;

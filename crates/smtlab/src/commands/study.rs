@@ -298,7 +298,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         // smtlab's web server, and nginx where it is installed (the plan
         // says so where it is not).
         let mut servers = vec!["web".to_string()];
-        if smtlab_servers::reference::nginx::find().is_some() {
+        if smtlab_web::nginx::find().is_some() {
             servers.push("nginx".to_string());
         }
         let given = ProgramArgs {
