@@ -340,60 +340,11 @@ pub fn load_fleet(store: &Store) -> Result<Fleet, StoreError> {
     let mut used: Vec<Vec<Analysed>> = Vec::new();
     let mut per_program: Vec<BTreeMap<String, usize>> = Vec::new();
     for (host, runs) in runs_per_host(&summaries) {
-        let mut mine: Vec<Analysed> = Vec::new();
-        let mut programs_of: BTreeMap<String, usize> = BTreeMap::new();
-        for r in runs {
-            let run = store.run(r.id)?;
-            let topo: Topology = match serde_json::from_value(run.host.topology.clone()) {
-                Ok(t) => t,
-                Err(_) => {
-                    notes.push(format!(
-                        "{host}: run {} is left out: its stored topology is unreadable.",
-                        r.id
-                    ));
-                    continue;
-                }
-            };
-            let data = run_data(store, r.id, run.seed)?;
-            let new: Vec<String> = programs(&data)
-                .into_iter()
-                .filter(|p| !programs_of.contains_key(p))
-                .collect();
-            if new.is_empty() {
-                continue;
-            }
-            for p in new {
-                programs_of.insert(p, mine.len());
-            }
-            let analysis = analyze(&data.points, &topo, run.seed);
-            mine.push(Analysed {
-                run,
-                data,
-                analysis,
-            });
-        }
+        let (mine, programs_of) = analyse_host_runs(store, &host, &runs, &mut notes)?;
         if mine.is_empty() {
             continue;
         }
-        let latest = &mine[0].run.host;
-        hosts.push(FleetHost {
-            host: host.clone(),
-            runs: mine.iter().map(|a| a.run.id).collect(),
-            facts: COMPARED
-                .iter()
-                .map(|f| f.to_string())
-                .zip(compared_values(latest))
-                .collect(),
-            shared: mine.iter().any(|a| a.run.host.shared_host.is_some()),
-        });
-        for a in mine.iter().filter(|a| a.run.host.shared_host.is_some()) {
-            let s = a.run.host.shared_host.as_ref().expect("filtered");
-            notes.push(format!(
-                "{host}: run {} shared its host with other tasks of a {} job ({} on the host, \
-                 --shared-host): its measurements may have disturbed each other.",
-                a.run.id, s.launcher, s.tasks
-            ));
-        }
+        hosts.push(fleet_host(&host, &mine, &mut notes));
         used.push(mine);
         per_program.push(programs_of);
     }
@@ -402,16 +353,136 @@ pub fn load_fleet(store: &Store) -> Result<Fleet, StoreError> {
     let mut names: Vec<String> = per_program.iter().flat_map(|m| m.keys().cloned()).collect();
     names.sort();
     names.dedup();
-    let mut workloads = Vec::new();
-    for program in names {
+    let ran = HostRuns {
+        hosts: &hosts,
+        used: &used,
+        per_program: &per_program,
+    };
+    let workloads: Vec<FleetWorkload> = names
+        .into_iter()
+        .filter_map(|program| ran.workload(program, &mut notes))
+        .collect();
+    let without_result = hosts_without_result(store, &summaries)?;
+    for w in &without_result {
+        notes.push(format!(
+            "{}: no run with a result, so no recommendation and no line: {}.",
+            w.host, w.why
+        ));
+    }
+    let mut named: Vec<(String, &HostFacts)> = hosts
+        .iter()
+        .zip(&used)
+        .map(|(h, runs)| (h.host.clone(), &runs[0].run.host))
+        .chain(
+            without_result
+                .iter()
+                .map(|w| (w.host.clone(), &w.host_facts)),
+        )
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    let facts = compare_facts(&named);
+    Ok(Fleet {
+        hosts,
+        without_result,
+        workloads,
+        facts,
+        notes,
+    })
+}
+
+/// One host's runs (latest first), each loaded and analysed if it is the
+/// latest to measure some program; a run whose stored topology cannot be
+/// read is left out with a note. Returns the runs used and, per program,
+/// the index of the run that measured it last.
+fn analyse_host_runs(
+    store: &Store,
+    host: &str,
+    runs: &[&RunSummary],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Analysed>, BTreeMap<String, usize>), StoreError> {
+    let mut mine: Vec<Analysed> = Vec::new();
+    let mut programs_of: BTreeMap<String, usize> = BTreeMap::new();
+    for r in runs {
+        let run = store.run(r.id)?;
+        let topo: Topology = match serde_json::from_value(run.host.topology.clone()) {
+            Ok(t) => t,
+            Err(_) => {
+                notes.push(format!(
+                    "{host}: run {} is left out: its stored topology is unreadable.",
+                    r.id
+                ));
+                continue;
+            }
+        };
+        let data = run_data(store, r.id, run.seed)?;
+        let new: Vec<String> = programs(&data)
+            .into_iter()
+            .filter(|p| !programs_of.contains_key(p))
+            .collect();
+        if new.is_empty() {
+            continue;
+        }
+        for p in new {
+            programs_of.insert(p, mine.len());
+        }
+        let analysis = analyze(&data.points, &topo, run.seed);
+        mine.push(Analysed {
+            run,
+            data,
+            analysis,
+        });
+    }
+    Ok((mine, programs_of))
+}
+
+/// A host's row of the fleet (its runs, and its latest run's facts), with
+/// a note for each of its runs that shared the host with other tasks.
+fn fleet_host(host: &str, mine: &[Analysed], notes: &mut Vec<String>) -> FleetHost {
+    let latest = &mine[0].run.host;
+    let row = FleetHost {
+        host: host.to_string(),
+        runs: mine.iter().map(|a| a.run.id).collect(),
+        facts: COMPARED
+            .iter()
+            .map(|f| f.to_string())
+            .zip(compared_values(latest))
+            .collect(),
+        shared: mine.iter().any(|a| a.run.host.shared_host.is_some()),
+    };
+    for a in mine.iter().filter(|a| a.run.host.shared_host.is_some()) {
+        let s = a.run.host.shared_host.as_ref().expect("filtered");
+        notes.push(format!(
+            "{host}: run {} shared its host with other tasks of a {} job ({} on the host, \
+             --shared-host): its measurements may have disturbed each other.",
+            a.run.id, s.launcher, s.tasks
+        ));
+    }
+    row
+}
+
+/// The hosts with a result, side by side with their analysed runs and,
+/// per program, which of those runs measured it last.
+struct HostRuns<'a> {
+    hosts: &'a [FleetHost],
+    used: &'a [Vec<Analysed>],
+    per_program: &'a [BTreeMap<String, usize>],
+}
+
+impl HostRuns<'_> {
+    /// One workload across the hosts: each host's recommendations and
+    /// chart line from its latest run of `program`, the chart's metric
+    /// being the first host's (a host that measured another metric keeps
+    /// its recommendations but not its line, with a note). `None` when no
+    /// metric can be found, not even a planned one.
+    fn workload(&self, program: String, notes: &mut Vec<String>) -> Option<FleetWorkload> {
         let mut on_hosts: Vec<WorkloadOnHost> = Vec::new();
         // The chart's metric and the host whose line set it.
         let mut metric: Option<(Metric, String)> = None;
-        for (h, host) in hosts.iter().enumerate() {
-            let Some(&i) = per_program[h].get(&program) else {
+        for (h, host) in self.hosts.iter().enumerate() {
+            let Some(&i) = self.per_program[h].get(&program) else {
                 continue;
             };
-            let a = &used[h][i];
+            let a = &self.used[h][i];
             let recs: Vec<&Recommendation> = a
                 .analysis
                 .recommendations
@@ -441,67 +512,47 @@ pub fn load_fleet(store: &Store) -> Result<Fleet, StoreError> {
             on_hosts.push(WorkloadOnHost {
                 host: host.host.clone(),
                 run_id: a.run.id,
-                recommendations: recs
-                    .iter()
-                    .map(|r| HostRecommendation {
-                        short: short_recommendation(r),
-                        sentence: r.sentence.clone(),
-                        alloc: r.alloc.clone(),
-                        median: r.median,
-                        metric: r.metric.clone(),
-                        smt: r.smt.clone(),
-                    })
-                    .collect(),
+                recommendations: recs.iter().map(|r| host_recommendation(r)).collect(),
                 line,
             });
         }
-        let metric = metric.map(|(m, _)| m).or_else(|| {
-            // No host has a result: the metric its points planned.
-            let (h, &i) = per_program
-                .iter()
-                .enumerate()
-                .find_map(|(h, m)| Some((h, m.get(&program)?)))?;
-            used[h][i]
-                .data
-                .points
-                .iter()
-                .find(|p| p.summary.point.program.label() == program)
-                .map(|p| p.summary.point.metric.clone())
-        });
-        if let Some(metric) = metric {
-            workloads.push(FleetWorkload {
-                program,
-                metric,
-                hosts: on_hosts,
-            });
-        }
+        let metric = metric
+            .map(|(m, _)| m)
+            .or_else(|| self.planned_metric(&program))?;
+        Some(FleetWorkload {
+            program,
+            metric,
+            hosts: on_hosts,
+        })
     }
-    let without_result = hosts_without_result(store, &summaries)?;
-    for w in &without_result {
-        notes.push(format!(
-            "{}: no run with a result, so no recommendation and no line: {}.",
-            w.host, w.why
-        ));
+
+    /// The metric `program`'s points planned, on the first host that ran
+    /// it: the chart's metric when no host has a result.
+    fn planned_metric(&self, program: &str) -> Option<Metric> {
+        let (h, &i) = self
+            .per_program
+            .iter()
+            .enumerate()
+            .find_map(|(h, m)| Some((h, m.get(program)?)))?;
+        self.used[h][i]
+            .data
+            .points
+            .iter()
+            .find(|p| p.summary.point.program.label() == program)
+            .map(|p| p.summary.point.metric.clone())
     }
-    let mut named: Vec<(String, &HostFacts)> = hosts
-        .iter()
-        .zip(&used)
-        .map(|(h, runs)| (h.host.clone(), &runs[0].run.host))
-        .chain(
-            without_result
-                .iter()
-                .map(|w| (w.host.clone(), &w.host_facts)),
-        )
-        .collect();
-    named.sort_by(|a, b| a.0.cmp(&b.0));
-    let facts = compare_facts(&named);
-    Ok(Fleet {
-        hosts,
-        without_result,
-        workloads,
-        facts,
-        notes,
-    })
+}
+
+/// A recommendation as a host's row of a workload shows it.
+fn host_recommendation(r: &Recommendation) -> HostRecommendation {
+    HostRecommendation {
+        short: short_recommendation(r),
+        sentence: r.sentence.clone(),
+        alloc: r.alloc.clone(),
+        median: r.median,
+        metric: r.metric.clone(),
+        smt: r.smt.clone(),
+    }
 }
 
 /// The series a recommendation chose (its model, placement and

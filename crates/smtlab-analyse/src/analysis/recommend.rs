@@ -141,53 +141,18 @@ fn recommend_one(
         .filter(|p| p.summary.point.metric == metric)
         .filter_map(|p| Some((*p, median_of(p)?)))
         .collect();
-    // The best per N (the first in plan order on a tie), ascending N.
-    let mut best_per_n: BTreeMap<usize, (&PointData, f64)> = BTreeMap::new();
-    for &(p, m) in &measured {
-        let n = p.summary.point.workers;
-        match best_per_n.get(&n) {
-            Some(&(_, bm)) if !better(&metric, m, bm) => {}
-            _ => {
-                best_per_n.insert(n, (p, m));
-            }
-        }
-    }
+    let best_per_n = best_per_n(&measured, &metric);
     // The best overall: the fewest workers on a tie.
     let (best, best_median) =
         best_per_n
             .values()
             .copied()
             .reduce(|acc, c| if better(&metric, c.1, acc.1) { c } else { acc })?;
-    let best_n = best.summary.point.workers;
-    // The fewest workers that are not significantly slower than the best,
-    // trying only each N's best point (a noisier, slower configuration must
-    // not win by having a wider interval). Only an interval can say "not
-    // significantly slower": a comparison without one is no evidence, so it
-    // keeps the best (and the sentence says it could not judge).
-    let mut chosen = (best, best_median);
-    let mut why_fewer = None;
-    let mut unjudged: Vec<(&PointData, f64)> = Vec::new();
-    for (&n, &(cand, m)) in &best_per_n {
-        if n >= best_n {
-            break;
-        }
-        let Some(v) = compare(best, cand, "best", "fewer", "", seed) else {
-            continue;
-        };
-        match v.ci95 {
-            Some((lo, hi)) if !v.significant => {
-                chosen = (cand, m);
-                why_fewer = Some(format!(
-                    "95% CI of the difference {} to {}",
-                    signed_pct(lo - 1.0),
-                    signed_pct(hi - 1.0)
-                ));
-                break;
-            }
-            Some(_) => {}
-            None => unjudged.push((cand, m)),
-        }
-    }
+    let Fewer {
+        chosen,
+        why_fewer,
+        unjudged,
+    } = fewest_not_slower(best, best_median, &best_per_n, seed);
     let (point, median) = chosen;
     let pt = &point.summary.point;
     let smt = smt_advice(program, alloc, &pt.model.to_string(), smt_yields, topo);
@@ -223,28 +188,8 @@ fn recommend_one(
         .copied()
         .reduce(|acc, c| if better(&metric, c.1, acc.1) { c } else { acc });
     if let Some((other, _)) = alt {
-        let om = model_phrase(&other.summary.point.model);
-        if let Some(v) = compare(point, other, "", "", "", seed) {
-            match (v.significant, v.ci95) {
-                (true, Some((lo, hi))) => sentence.push_str(&format!(
-                    " That is {} than {om} at the same N (95% CI {:.1}–{:.1}%).",
-                    super::verdict::faster_or_slower(v.speed_ratio),
-                    (lo - 1.0).abs().min((hi - 1.0).abs()) * 100.0,
-                    (lo - 1.0).abs().max((hi - 1.0).abs()) * 100.0,
-                )),
-                (_, Some((lo, hi))) => sentence.push_str(&format!(
-                    " {} was not significantly different at the same N (95% CI of the \
-                     difference {} to {}): either model will do.",
-                    capitalise(&om),
-                    signed_pct(lo - 1.0),
-                    signed_pct(hi - 1.0)
-                )),
-                (_, None) => sentence.push_str(&format!(
-                    " By the medians that is {} than {om} at the same N, but {}.",
-                    super::verdict::faster_or_slower(v.speed_ratio),
-                    model_unjudged_clause(point, other)
-                )),
-            }
+        if let Some(clause) = model_clause(point, other, seed) {
+            sentence.push_str(&clause);
         }
     }
     sentence.push_str(" Whether SMT pays: ");
@@ -259,6 +204,105 @@ fn recommend_one(
         metric,
         smt,
         sentence,
+    })
+}
+
+/// The best point of each N (the first in plan order on a tie), by
+/// ascending N: the only candidates for the recommendation.
+fn best_per_n<'a>(
+    measured: &[(&'a PointData, f64)],
+    metric: &Metric,
+) -> BTreeMap<usize, (&'a PointData, f64)> {
+    let mut best_per_n: BTreeMap<usize, (&PointData, f64)> = BTreeMap::new();
+    for &(p, m) in measured {
+        let n = p.summary.point.workers;
+        match best_per_n.get(&n) {
+            Some(&(_, bm)) if !better(metric, m, bm) => {}
+            _ => {
+                best_per_n.insert(n, (p, m));
+            }
+        }
+    }
+    best_per_n
+}
+
+/// What [`fewest_not_slower`] chose: the point and its median, why fewer
+/// workers than the best's were chosen (the interval), and the points with
+/// fewer workers that could not be judged for want of an interval.
+struct Fewer<'a> {
+    chosen: (&'a PointData, f64),
+    why_fewer: Option<String>,
+    unjudged: Vec<(&'a PointData, f64)>,
+}
+
+/// The fewest workers that are not significantly slower than the best,
+/// trying only each N's best point (a noisier, slower configuration must
+/// not win by having a wider interval). Only an interval can say "not
+/// significantly slower": a comparison without one is no evidence, so it
+/// keeps the best (and the sentence says it could not judge).
+fn fewest_not_slower<'a>(
+    best: &'a PointData,
+    best_median: f64,
+    best_per_n: &BTreeMap<usize, (&'a PointData, f64)>,
+    seed: u64,
+) -> Fewer<'a> {
+    let best_n = best.summary.point.workers;
+    let mut chosen = (best, best_median);
+    let mut why_fewer = None;
+    let mut unjudged: Vec<(&PointData, f64)> = Vec::new();
+    for (&n, &(cand, m)) in best_per_n {
+        if n >= best_n {
+            break;
+        }
+        let Some(v) = compare(best, cand, "best", "fewer", "", seed) else {
+            continue;
+        };
+        match v.ci95 {
+            Some((lo, hi)) if !v.significant => {
+                chosen = (cand, m);
+                why_fewer = Some(format!(
+                    "95% CI of the difference {} to {}",
+                    signed_pct(lo - 1.0),
+                    signed_pct(hi - 1.0)
+                ));
+                break;
+            }
+            Some(_) => {}
+            None => unjudged.push((cand, m)),
+        }
+    }
+    Fewer {
+        chosen,
+        why_fewer,
+        unjudged,
+    }
+}
+
+/// The recommendation's clause on the other model at the same N and
+/// placement (`other`): is the model choice itself backed by the data?
+/// `None` when the two cannot be compared.
+fn model_clause(point: &PointData, other: &PointData, seed: u64) -> Option<String> {
+    let om = model_phrase(&other.summary.point.model);
+    let v = compare(point, other, "", "", "", seed)?;
+    Some(match (v.significant, v.ci95) {
+        (true, Some((lo, hi))) => format!(
+            " That is {} than {om} at the same N (95% CI {:.1}–{:.1}%).",
+            super::verdict::faster_or_slower(v.speed_ratio),
+            (lo - 1.0).abs().min((hi - 1.0).abs()) * 100.0,
+            (lo - 1.0).abs().max((hi - 1.0).abs()) * 100.0,
+        ),
+        (_, Some((lo, hi))) => format!(
+            " {} was not significantly different at the same N (95% CI of the \
+             difference {} to {}): either model will do.",
+            capitalise(&om),
+            signed_pct(lo - 1.0),
+            signed_pct(hi - 1.0)
+        ),
+        (_, None) => format!(
+            " By the medians that is {} than {om} at the same N, but {}.",
+            super::verdict::faster_or_slower(v.speed_ratio),
+            model_unjudged_clause(point, other)
+        ),
     })
 }
 
