@@ -249,21 +249,17 @@ impl Outbox for LockedSocket {
     }
 }
 
-/// The connection's thread.
+/// The connection's thread: registers the client, reads and handles its
+/// lines until it quits, fails or the server stops, then closes it.
 pub(super) fn serve(conn: Conn) {
     let host = conn
         .stream
         .peer_addr()
         .map_or_else(|_| "unknown".to_string(), |a| a.ip().to_string());
-    // Keep the wake signal blocked outside ppoll (see the module docs).
-    let mut wake = SigSet::empty();
-    wake.add(smtlab_sys::WAKE_SIGNAL);
-    let Ok(()) = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&wake), None) else {
+    let Some(in_ppoll) = block_wake_signal() else {
         conn.hub.counters.io_errors.fetch_add(1, Relaxed);
         return;
     };
-    let mut in_ppoll = SigSet::thread_get_mask().unwrap_or_else(|_| SigSet::empty());
-    in_ppoll.remove(smtlab_sys::WAKE_SIGNAL);
     let socket = Arc::new(LockedSocket {
         state: Mutex::new(Pending {
             bytes: Vec::new(),
@@ -279,73 +275,142 @@ pub(super) fn serve(conn: Conn) {
         host: host.clone(),
         hub: conn.hub.clone(),
     });
-    let hub = &conn.hub;
-    let client = hub.new_client(host.clone(), socket.clone());
-    let mut session = Session::new(client);
-    let mut lines = Lines::default();
-    let mut buf = [0u8; 4096];
-    // Read and not yet handled: `buf[start..end]`.
-    let (mut start, mut end) = (0, 0);
-    // Its own output is above the high-water mark: not reading.
-    let mut paused = false;
-    let mut why = "Connection closed".to_string();
-    let mut quit = false;
-    let stop = || conn.threads.stopping() || socket.lock().closed.is_some();
-    loop {
-        if conn.threads.stopping() {
-            why = "Server stopping".into();
-            break;
-        }
-        if start < end && !paused {
-            let mut flow = Flow::Continue;
-            start += lines.feed(&buf[start..end], |input| {
-                flow = session.input(hub, input);
-                flow == Flow::Continue
-            });
-            match flow {
-                Flow::Quit => {
-                    quit = true;
-                    break;
-                }
-                Flow::Wait => {
-                    let mut waited = false;
-                    for c in session.take_full() {
-                        if c.id == session.client.id {
-                            paused = true;
-                        } else {
-                            hub::wait_for_room(&*c.out, &stop);
-                            waited = true;
-                        }
-                    }
-                    // Closed (or stopping) meanwhile: not one more line.
-                    if waited && stop() {
-                        break;
-                    }
-                }
-                Flow::Continue => {}
+    let client = conn.hub.new_client(host.clone(), socket.clone());
+    let mut reader = Reader {
+        conn: &conn,
+        socket: &socket,
+        session: Session::new(client),
+        lines: Lines::default(),
+        buf: [0u8; 4096],
+        start: 0,
+        end: 0,
+        paused: false,
+        in_ppoll,
+    };
+    let (why, quit) = reader.run();
+    close(&conn, &socket, reader.session, &host, why, quit);
+}
+
+/// Keep the wake signal blocked outside ppoll (see the module docs): the
+/// mask to poll with, the wake signal unblocked, or `None` if the mask
+/// cannot be set.
+fn block_wake_signal() -> Option<SigSet> {
+    let mut wake = SigSet::empty();
+    wake.add(smtlab_sys::WAKE_SIGNAL);
+    nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&wake), None).ok()?;
+    let mut in_ppoll = SigSet::thread_get_mask().unwrap_or_else(|_| SigSet::empty());
+    in_ppoll.remove(smtlab_sys::WAKE_SIGNAL);
+    Some(in_ppoll)
+}
+
+/// What the reading loop does next.
+enum Step {
+    /// Go round again.
+    Again,
+    /// Stop reading: the connection ends (the reason is the reader's).
+    End,
+}
+
+/// One connection's reading side: what was read and not yet handled
+/// (`buf[start..end]`), and whether reading is paused because its own
+/// output is above the high-water mark.
+struct Reader<'a> {
+    conn: &'a Conn,
+    socket: &'a LockedSocket,
+    session: Session,
+    lines: Lines,
+    buf: [u8; 4096],
+    start: usize,
+    end: usize,
+    paused: bool,
+    in_ppoll: SigSet,
+}
+
+impl Reader<'_> {
+    /// Read and handle lines until the connection ends: why it ended, and
+    /// whether the client quit (QUIT queued its own ERROR line).
+    fn run(&mut self) -> (String, bool) {
+        let mut why = "Connection closed".to_string();
+        let mut quit = false;
+        loop {
+            if self.conn.threads.stopping() {
+                why = "Server stopping".into();
+                break;
             }
-            continue;
+            let step = if self.start < self.end && !self.paused {
+                self.handle_lines(&mut quit)
+            } else {
+                self.flush_then_poll_and_read(&mut why)
+            };
+            if let Step::End = step {
+                break;
+            }
         }
+        (why, quit)
+    }
+
+    /// Handle the complete lines read so far; a full queue (a recipient's,
+    /// or its own) makes it wait for room, or pause its reading.
+    fn handle_lines(&mut self, quit: &mut bool) -> Step {
+        let hub = &self.conn.hub;
+        let mut flow = Flow::Continue;
+        let session = &mut self.session;
+        self.start += self.lines.feed(&self.buf[self.start..self.end], |input| {
+            flow = session.input(hub, input);
+            flow == Flow::Continue
+        });
+        match flow {
+            Flow::Quit => {
+                *quit = true;
+                Step::End
+            }
+            Flow::Wait => {
+                let stop = || self.conn.threads.stopping() || self.socket.lock().closed.is_some();
+                let mut waited = false;
+                for c in self.session.take_full() {
+                    if c.id == self.session.client.id {
+                        self.paused = true;
+                    } else {
+                        hub::wait_for_room(&*c.out, &stop);
+                        waited = true;
+                    }
+                }
+                // Closed (or stopping) meanwhile: not one more line.
+                if waited && stop() {
+                    Step::End
+                } else {
+                    Step::Again
+                }
+            }
+            Flow::Continue => Step::Again,
+        }
+    }
+
+    /// Write what is pending, resume reading once its own output is down
+    /// to the low-water mark, then wait for input (or room to write) and
+    /// read what came.
+    fn flush_then_poll_and_read(&mut self, why: &mut String) -> Step {
+        let socket = self.socket;
         let pending = {
             let mut p = socket.lock();
             if p.closed.is_some() {
-                break;
+                return Step::End;
             }
             if !p.bytes.is_empty() && !socket.flush(&mut p) {
-                hub.counters.io_errors.fetch_add(1, Relaxed);
+                self.conn.hub.counters.io_errors.fetch_add(1, Relaxed);
                 socket.fail(&mut p, "Write error", false);
-                break;
+                return Step::End;
             }
             p.bytes.len()
         };
-        if paused && pending <= socket.low {
-            paused = false;
-            if start < end {
-                continue;
+        if self.paused && pending <= socket.low {
+            self.paused = false;
+            if self.start < self.end {
+                return Step::Again;
             }
         }
         let mut flags = PollFlags::empty();
-        if !paused {
+        if !self.paused {
             flags |= PollFlags::POLLIN;
         }
         if pending > 0 {
@@ -353,35 +418,51 @@ pub(super) fn serve(conn: Conn) {
         }
         // Paused, it does not wait for input, so a stop (a shutdown of the
         // reading side) would not wake it: it looks now and then.
-        let timeout = paused.then(|| TimeSpec::from_duration(WAIT_SLICE));
-        let mut fds = [PollFd::new(conn.stream.as_fd(), flags)];
-        match nix::poll::ppoll(&mut fds, timeout, Some(in_ppoll)) {
+        let timeout = self.paused.then(|| TimeSpec::from_duration(WAIT_SLICE));
+        let mut fds = [PollFd::new(self.conn.stream.as_fd(), flags)];
+        match nix::poll::ppoll(&mut fds, timeout, Some(self.in_ppoll)) {
             Ok(_) => {}
             // Woken: bytes were left pending, or it was closed (the top of
             // the loop looks).
-            Err(Errno::EINTR) => continue,
+            Err(Errno::EINTR) => return Step::Again,
             Err(_) => {
-                why = "Poll error".into();
-                break;
+                *why = "Poll error".into();
+                return Step::End;
             }
         }
         let revents = fds[0].revents().unwrap_or(PollFlags::empty());
-        if paused
+        if self.paused
             || !revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
         {
-            continue;
+            return Step::Again;
         }
-        let n = match (&*conn.stream).read(&mut buf) {
-            Ok(0) => break,
+        let n = match (&*self.conn.stream).read(&mut self.buf) {
+            Ok(0) => return Step::End,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Step::Again,
             Err(_) => {
-                why = "Read error".into();
-                break;
+                *why = "Read error".into();
+                return Step::End;
             }
         };
-        (start, end) = (0, n);
+        (self.start, self.end) = (0, n);
+        Step::Again
     }
+}
+
+/// The connection's end: the session leaves (QUIT to its channels), the
+/// ERROR line is queued last unless the client's QUIT queued its own, and
+/// what is left is written while the client takes it (not at all when the
+/// server is stopping).
+fn close(
+    conn: &Conn,
+    socket: &LockedSocket,
+    mut session: Session,
+    host: &str,
+    mut why: String,
+    quit: bool,
+) {
+    let hub = &conn.hub;
     let stopping = conn.threads.stopping();
     if let Some(reason) = socket.lock().closed.clone() {
         why = reason;
@@ -395,7 +476,7 @@ pub(super) fn serve(conn: Conn) {
             // QUIT queued its own ERROR line; a close by the server its.
             p.closed = Some(why.clone());
             if !quit {
-                p.bytes.extend_from_slice(&error_line(&host, &why));
+                p.bytes.extend_from_slice(&error_line(host, &why));
             }
         }
     }

@@ -147,6 +147,8 @@ fn get_with(extra: &str) -> String {
 }
 
 /// Every case.
+// The corpus is a table, one case per entry, read top to bottom.
+#[allow(clippy::too_many_lines)]
 pub fn cases() -> Vec<Case> {
     let mut all = vec![
         // Plain requests.
