@@ -8,6 +8,8 @@
 //!
 //! * [`comm`]: how a rank of a DSM run notices requests (`--comm`);
 //! * [`cpuset`]: sets of PU numbers and their kernel text forms;
+//! * [`extras`]: the names of a sample's extras, shared by the programs
+//!   that write them and the code that reads them back;
 //! * [`point`]: a measurement point and its parts (program, model, spawn,
 //!   mode, metric);
 //! * [`policy`]: placement policies as written (syntax only);
@@ -25,6 +27,7 @@
 
 pub mod comm;
 pub mod cpuset;
+pub mod extras;
 pub mod outcome;
 pub mod point;
 pub mod policy;

@@ -194,8 +194,8 @@ pub struct Sample {
     pub workers: Vec<WorkerSample>,
     /// What the workload observed besides operations (an allocator probe's
     /// `live_objects`, `foreign_objects`, ...): additive counts, summed over
-    /// the sample's processes. Empty for most workloads and for samples
-    /// stored before extras existed.
+    /// the sample's processes. Named by [`crate::extras`]. Empty for most
+    /// workloads and for samples stored before extras existed.
     #[serde(default)]
     pub extras: BTreeMap<String, f64>,
 }
