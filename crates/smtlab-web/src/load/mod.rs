@@ -210,7 +210,15 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
     if config.verify {
         paths.keep_all();
     }
-    let plans: Vec<client::ThreadPlan> = (0..config.threads)
+    let results = run_threads(config, &paths, thread_plans(config));
+    let finished = first_failure(results)?;
+    Ok(report(config, finished))
+}
+
+/// Each client thread's share: its connections, its CPU, and in an open
+/// loop its rate and offset.
+fn thread_plans(config: &LoadConfig) -> Vec<client::ThreadPlan> {
+    (0..config.threads)
         .map(|k| client::ThreadPlan {
             index: k,
             connections: config.connections / config.threads
@@ -225,16 +233,24 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
                 )
             }),
         })
-        .collect();
+        .collect()
+}
 
-    let results: Vec<Result<client::ThreadResult, LoadError>> = std::thread::scope(|scope| {
+/// Start one client thread per plan, start them together once every one
+/// is ready (pinned and set up), and collect each one's result; a thread
+/// that could not be started is the first error.
+fn run_threads(
+    config: &LoadConfig,
+    paths: &urls::Paths<'_>,
+    plans: Vec<client::ThreadPlan>,
+) -> Vec<Result<client::ThreadResult, LoadError>> {
+    std::thread::scope(|scope| {
         let mut handles = Vec::new();
         let mut starts = Vec::new();
         let mut spawn_error = None;
         let (ready_tx, ready_rx) = mpsc::channel::<bool>();
         for plan in plans {
             let (tx, rx) = mpsc::channel::<Instant>();
-            let paths = &paths;
             let ready = ready_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("smtlab-load-{}", plan.index))
@@ -276,10 +292,14 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
             results.insert(0, Err(e));
         }
         results
-    });
+    })
+}
 
-    // The error of the thread that failed, rather than the others'
-    // `CalledOff`.
+/// Every thread's result, or the error of the thread that failed rather
+/// than the others' `CalledOff`.
+fn first_failure(
+    results: Vec<Result<client::ThreadResult, LoadError>>,
+) -> Result<Vec<client::ThreadResult>, LoadError> {
     let mut finished = Vec::new();
     let mut failed: Option<LoadError> = None;
     for r in results {
@@ -295,9 +315,15 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
             }
         }
     }
-    if let Some(e) = failed {
-        return Err(e);
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(finished),
     }
+}
+
+/// The threads' records merged into the run's report, with the client's
+/// own CPU share over the window.
+fn report(config: &LoadConfig, finished: Vec<client::ThreadResult>) -> LoadReport {
     let mut merged: Option<record::Record> = None;
     let mut cpu_s = 0.0;
     for r in finished {
@@ -312,7 +338,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
     let allowed = smtlab_sys::current_affinity().ok().map(|s| s.len());
     let cpus = smtlab_serving::cpu::client_cpus(config.threads, &config.cpus, allowed);
     let share = smtlab_serving::cpu::share(cpu_s, seconds, cpus);
-    Ok(LoadReport {
+    LoadReport {
         requests: merged.requests,
         ok: merged.ok,
         errors: merged.errors_by_kind(),
@@ -327,7 +353,7 @@ pub fn run(config: &LoadConfig) -> Result<LoadReport, LoadError> {
         client_bound: share >= CLIENT_BOUND_SHARE,
         sent: merged.sent,
         in_flight_at_end: merged.in_flight_at_end,
-    })
+    }
 }
 
 #[cfg(test)]
