@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::error::{WorkloadError, WrongResult};
-use crate::{param_u64, Params, WorkerResult, WorkerSlot};
+use crate::{param_u64, ParamSpec, Params, WorkerResult, WorkerSlot};
 
 /// splitmix64: a fast, well-mixed seeded generator; workloads need
 /// reproducible size and victim choices, not cryptographic quality.
@@ -319,6 +319,13 @@ impl Ledger {
         self.other.lock().expect("not poisoned").add(tally);
     }
 
+    /// A worker's end: publish its tally and operations, and return its
+    /// result ([`Ledger::result`]).
+    pub fn finish(&self, worker: usize, tally: Tally, ops: u64) -> WorkerResult {
+        self.publish(worker, tally, ops);
+        Ledger::result(&tally, ops)
+    }
+
     /// The result a worker returns: its own count of operations, and its
     /// allocated tag sum (checked against what it published).
     pub fn result(tally: &Tally, ops: u64) -> WorkerResult {
@@ -366,6 +373,60 @@ impl Ledger {
             total.add(tally);
         }
         total.balance(name)
+    }
+}
+
+/// The `min_size` and `max_size` parameters of a workload of blocks (read
+/// by [`Sizes::from_params`]), the largest `max_default` bytes by default.
+pub(crate) fn block_size_params(max_default: &'static str) -> [ParamSpec; 2] {
+    [
+        ParamSpec {
+            name: "min_size",
+            default: "16",
+            help: "smallest block, bytes (at least 8)",
+        },
+        ParamSpec {
+            name: "max_size",
+            default: max_default,
+            help: "largest block, bytes (sizes are uniform in between)",
+        },
+    ]
+}
+
+/// A worker's new blocks, one per operation: a size drawn from the
+/// worker's own generator, a tag naming the worker and the operation, the
+/// first `touch` bytes written; every allocation and free counted in its
+/// tally. What `larson` and `xmalloc` workers do alike.
+pub(crate) struct NewBlocks {
+    pub sizes: Sizes,
+    pub touch: usize,
+    pub rng: Rng,
+    pub tally: Tally,
+    /// Operations so far (blocks made by [`NewBlocks::next`]).
+    pub ops: u64,
+    pub worker: usize,
+}
+
+impl NewBlocks {
+    /// The next operation's block.
+    pub fn next(&mut self) -> Block {
+        let size = self.sizes.draw(&mut self.rng);
+        let b = self
+            .tally
+            .alloc_touching(size, tag_of(self.worker, self.ops), self.touch);
+        self.ops += 1;
+        b
+    }
+
+    /// Free `b`, counted.
+    pub fn free(&mut self, b: Block) {
+        self.tally.free(b);
+    }
+
+    /// The worker's end: its tally and operations published to `ledger`,
+    /// its result returned.
+    pub fn finish(&self, ledger: &Ledger) -> WorkerResult {
+        ledger.finish(self.worker, self.tally, self.ops)
     }
 }
 

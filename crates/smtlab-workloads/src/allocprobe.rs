@@ -37,12 +37,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult,
+    WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
 use smtlab_sys as sys;
+use smtlab_types::extras::allocprobe;
 use smtlab_types::CpuSet;
-use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
 use crate::error::{WorkloadError, WrongResult};
@@ -160,14 +160,7 @@ impl Workload for AllocProbe {
                            fill pattern are intact, allocations = frees + live (as counts \
                            and tag sums) per process, and each worker's reported ops equal \
                            its own count",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "allocs/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("allocs/s"))
         }
     }
 
@@ -294,10 +287,10 @@ impl ProcessState for ProbeProcess {
     fn extras(&self, _results: &[(WorkerSlot, WorkerResult)]) -> Vec<(String, f64)> {
         let s = frame_stats(&self.shared.objects.lock().expect("not poisoned"));
         vec![
-            ("live_objects".into(), s.live_objects as f64),
-            ("foreign_objects".into(), s.foreign_objects as f64),
-            ("frames".into(), s.frames as f64),
-            ("shared_frames".into(), s.shared_frames as f64),
+            (allocprobe::LIVE_OBJECTS.into(), s.live_objects as f64),
+            (allocprobe::FOREIGN_OBJECTS.into(), s.foreign_objects as f64),
+            (allocprobe::FRAMES.into(), s.frames as f64),
+            (allocprobe::SHARED_FRAMES.into(), s.shared_frames as f64),
         ]
     }
 }
@@ -410,10 +403,7 @@ impl WorkerState for ProbeWorker {
             .lock()
             .expect("not poisoned")
             .extend(objects);
-        self.shared
-            .ledger
-            .publish(self.worker, self.tally, self.ops);
-        Ledger::result(&self.tally, self.ops)
+        self.shared.ledger.finish(self.worker, self.tally, self.ops)
     }
 }
 

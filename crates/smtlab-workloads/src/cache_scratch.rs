@@ -20,10 +20,9 @@
 use std::sync::{Arc, Mutex};
 
 use crate::{
-    Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, WorkerResult, WorkerSlot,
+    Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot,
     WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::alloc_common::{Ledger, Tally};
 use super::cache_thrash::{cache_params, size_writes, zeroed, CacheWorker};
@@ -46,14 +45,7 @@ impl Workload for CacheScratch {
             verification: "before each free every byte holds the number of increments it \
                            received; allocations (set-up objects included) = frees per \
                            process; reported ops = counted",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "ops/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("ops/s"))
         }
     }
 

@@ -20,10 +20,9 @@
 use std::sync::Arc;
 
 use crate::{
-    ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, WorkerResult,
-    WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot,
+    WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, Block, Ledger, Tally, MAX_BLOCK};
 use crate::error::{WorkloadError, WrongResult};
@@ -85,14 +84,7 @@ impl Workload for CacheThrash {
                         memory (default), free",
             verification: "before each free every byte holds the number of increments it \
                            received; allocations = frees per process; reported ops = counted",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "ops/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("ops/s"))
         }
     }
 
@@ -204,8 +196,7 @@ impl WorkerState for CacheWorker {
             let b: Block = self.tally.corrupt();
             self.tally.keep(&b);
         }
-        self.ledger.publish(self.worker, self.tally, self.ops);
-        Ledger::result(&self.tally, self.ops)
+        self.ledger.finish(self.worker, self.tally, self.ops)
     }
 }
 

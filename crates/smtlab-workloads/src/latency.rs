@@ -36,10 +36,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::{param_bytes, param_corrupt};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 /// Dependent loads per operation: about a microsecond in L1, 100 us in
 /// DRAM, so a `step` stays bounded at every size.
@@ -129,14 +128,11 @@ impl Workload for Latency {
             verification: "at set-up the chase is one cycle over every line; after the window \
                            the final position equals the line visited ops x 1024 loads after \
                            line 0 (recorded at set-up)",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Latency {
+            ..WorkloadInfo::timed(TimeMetric::Latency {
                 name: "latency",
                 unit: "ns",
                 scale: 1e9 / LOADS_PER_OP as f64,
-            },
+            })
         }
     }
 

@@ -23,10 +23,9 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
     WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::pool::{self, Job};
 
@@ -150,14 +149,7 @@ impl Workload for Mandel {
             operation: "one row of the image",
             verification: "the checksum summed over all workers equals work x the checksum of \
                            a sequential run made at set-up",
-            default_mode: Mode::FixedWork { work: 1 },
-            fixed_time: false,
-            work_split: WorkSplit::Queue,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "rows/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::queued(TimeMetric::throughput("rows/s"))
         }
     }
 

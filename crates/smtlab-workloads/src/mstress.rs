@@ -22,10 +22,9 @@
 use std::sync::Arc;
 
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult,
+    WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
 use crate::error::{WorkloadError, WrongResult};
@@ -78,14 +77,7 @@ impl Workload for Mstress {
             verification: "every object freed (in its generation or the next) or still handed \
                            over at the end is read back: tag and pattern intact, allocations \
                            = frees + live as counts and tag sums, reported ops = counted",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "allocs/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("allocs/s"))
         }
     }
 
@@ -272,8 +264,7 @@ impl WorkerState for MstressWorker {
         for b in &self.carry {
             self.tally.keep(b);
         }
-        self.ledger.publish(self.worker, self.tally, self.ops);
-        Ledger::result(&self.tally, self.ops)
+        self.ledger.finish(self.worker, self.tally, self.ops)
     }
 }
 

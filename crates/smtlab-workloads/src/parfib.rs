@@ -16,10 +16,9 @@
 
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
     WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::pool::{self, Job};
 
@@ -175,14 +174,7 @@ impl Workload for Parfib {
             operation: "one sequential nfib(m) leaf, m <= threshold",
             verification: "the sum over all workers equals work x nfib(n) by the closed form \
                            2 fib(n+1) - 1",
-            default_mode: Mode::FixedWork { work: 1 },
-            fixed_time: false,
-            work_split: WorkSplit::Queue,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "leaves/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::queued(TimeMetric::throughput("leaves/s"))
         }
     }
 

@@ -10,10 +10,9 @@
 
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 const A: u64 = 6364136223846793005;
 const C: u64 = 1442695040888963407;
@@ -61,14 +60,7 @@ impl Workload for Spin {
             operation: "1024 dependent 64-bit multiply-adds (a multiply-add latency each: some 3000-4000 cycles)",
             verification: "each worker's final generator value equals the closed-form jump of \
                            its seed by ops x 1024 steps",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "ops/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("ops/s"))
         }
     }
 

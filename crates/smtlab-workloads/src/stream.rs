@@ -32,10 +32,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
-    WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 /// Elements of each array one operation processes (8 KiB of each array):
 /// small enough that an operation takes about a microsecond, large enough
@@ -93,14 +91,11 @@ impl Workload for Stream {
             verification: "after the window every element of a[] is checked exactly: blocks \
                            written k times hold b + s(k-1)*c for the pass scalar s, unwritten \
                            blocks the sentinel; this also checks the reported operation count",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
+            ..WorkloadInfo::timed(TimeMetric::Throughput {
                 name: "bandwidth",
                 unit: "GB/s",
                 scale: BYTES_PER_OP as f64 / 1e9,
-            },
+            })
         }
     }
 

@@ -16,10 +16,9 @@
 
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit, Workload,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
     WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::pool::{self, Job};
 
@@ -126,14 +125,7 @@ impl Workload for SumEuler {
             operation: "one euler k (k gcds)",
             verification: "the sum over all workers equals work x sumEuler [0..n] from a \
                            totient sieve",
-            default_mode: Mode::FixedWork { work: 1 },
-            fixed_time: false,
-            work_split: WorkSplit::Queue,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "values/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::queued(TimeMetric::throughput("values/s"))
         }
     }
 

@@ -78,6 +78,18 @@ impl TimeMetric {
     }
 }
 
+impl TimeMetric {
+    /// Operations per second under the name `throughput`, in `unit` (what
+    /// one operation is: `ops/s`, `tx/s`, `rows/s`...).
+    pub const fn throughput(unit: &'static str) -> TimeMetric {
+        TimeMetric::Throughput {
+            name: "throughput",
+            unit,
+            scale: 1.0,
+        }
+    }
+}
+
 /// What a workload is, for `smtlab list` and for plans.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkloadInfo {
@@ -94,6 +106,40 @@ pub struct WorkloadInfo {
     pub fixed_time: bool,
     pub work_split: WorkSplit,
     pub time_metric: TimeMetric,
+}
+
+impl WorkloadInfo {
+    /// What every uniform workload shares: measured for 1 s when neither
+    /// `--duration` nor `--work` is given, fixed work split into per-worker
+    /// quotas, the fixed-time metric `time_metric`. The rest (name,
+    /// summary, params, operation, verification) is left empty for the
+    /// workload to fill in, with `..WorkloadInfo::timed(...)`.
+    pub fn timed(time_metric: TimeMetric) -> WorkloadInfo {
+        WorkloadInfo {
+            name: "",
+            summary: "",
+            params: Vec::new(),
+            operation: "",
+            verification: "",
+            default_mode: Mode::FixedTime { seconds: 1.0 },
+            fixed_time: true,
+            work_split: WorkSplit::Quota,
+            time_metric,
+        }
+    }
+
+    /// What every irregular workload shares: one problem instance when
+    /// neither `--duration` nor `--work` is given, no fixed time, tasks
+    /// taken from the shared queue, the metric `time_metric`. The rest is
+    /// left empty, as in [`WorkloadInfo::timed`].
+    pub fn queued(time_metric: TimeMetric) -> WorkloadInfo {
+        WorkloadInfo {
+            default_mode: Mode::FixedWork { work: 1 },
+            fixed_time: false,
+            work_split: WorkSplit::Queue,
+            ..WorkloadInfo::timed(time_metric)
+        }
+    }
 }
 
 /// What a worker process knows about its place in the sample, at set-up.

@@ -21,13 +21,13 @@
 use std::sync::{Arc, Mutex};
 
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult,
+    WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
-use smtlab_types::Mode;
 
 use super::alloc_common::{
-    param_count, param_touch, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally,
+    block_size_params, param_count, param_touch, worker_seed, Block, Ledger, NewBlocks, Rng, Sizes,
+    Tally,
 };
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
@@ -40,7 +40,7 @@ impl Workload for Xmalloc {
             name: "xmalloc",
             summary: "producer/consumer: each thread allocates batches that the next thread \
                       of its process frees (cross-thread frees)",
-            params: vec![
+            params: [
                 ParamSpec {
                     name: "batch",
                     default: "100",
@@ -52,16 +52,10 @@ impl Workload for Xmalloc {
                     help: "batches an inbox holds; a producer finding it full frees its \
                            batch itself",
                 },
-                ParamSpec {
-                    name: "min_size",
-                    default: "16",
-                    help: "smallest block, bytes (at least 8)",
-                },
-                ParamSpec {
-                    name: "max_size",
-                    default: "256",
-                    help: "largest block, bytes (sizes are uniform in between)",
-                },
+            ]
+            .into_iter()
+            .chain(block_size_params("256"))
+            .chain([
                 ParamSpec {
                     name: "seed",
                     default: "1",
@@ -71,14 +65,15 @@ impl Workload for Xmalloc {
                     name: "touch",
                     default: "128",
                     help: "bytes written at the start of each block (at least 8, its tag; \
-                           max_size or more: every byte)",
+                               max_size or more: every byte)",
                 },
                 ParamSpec {
                     name: "corrupt",
                     default: "0",
                     help: "test-only: 1 scribbles on a block, to check that wrong results fail",
                 },
-            ],
+            ])
+            .collect(),
             operation: "one malloc of 16-256 B (default sizes) with its first 128 bytes \
                         (default touch) written, freed \
                         by the next thread of the process (by itself with one thread or a \
@@ -86,14 +81,7 @@ impl Workload for Xmalloc {
             verification: "every block freed by any thread or left in an inbox is read back: \
                            tag and pattern intact, allocations = frees + live as counts and \
                            tag sums per process, reported ops = counted",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "ops/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("ops/s"))
         }
     }
 
@@ -159,12 +147,14 @@ impl ProcessState for XmallocProcess {
             next: (self.threads > 1).then_some((slot.thread + 1) % self.threads),
             batch: self.settings.batch,
             depth: self.settings.depth,
-            sizes: self.settings.sizes,
-            touch: self.settings.touch,
-            rng: Rng::new(worker_seed(self.settings.seed, slot.worker)),
-            tally: Tally::default(),
-            ops: 0,
-            worker: slot.worker,
+            new: NewBlocks {
+                sizes: self.settings.sizes,
+                touch: self.settings.touch,
+                rng: Rng::new(worker_seed(self.settings.seed, slot.worker)),
+                tally: Tally::default(),
+                ops: 0,
+                worker: slot.worker,
+            },
             corrupt: self.settings.corrupt,
             shared: self.shared.clone(),
         }))
@@ -187,12 +177,8 @@ struct XmallocWorker {
     next: Option<usize>,
     batch: u64,
     depth: usize,
-    sizes: Sizes,
-    touch: usize,
-    rng: Rng,
-    tally: Tally,
-    ops: u64,
-    worker: usize,
+    /// The blocks it allocates.
+    new: NewBlocks,
     corrupt: bool,
     shared: Arc<Shared>,
 }
@@ -200,7 +186,7 @@ struct XmallocWorker {
 impl XmallocWorker {
     fn free_all(&mut self, batches: Vec<Vec<Block>>) {
         for b in batches.into_iter().flatten() {
-            self.tally.free(b);
+            self.new.free(b);
         }
     }
 }
@@ -220,13 +206,7 @@ impl WorkerState for XmallocWorker {
             let n = self.batch.min(max_ops - done);
             let mut batch = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let size = self.sizes.draw(&mut self.rng);
-                batch.push(self.tally.alloc_touching(
-                    size,
-                    tag_of(self.worker, self.ops),
-                    self.touch,
-                ));
-                self.ops += 1;
+                batch.push(self.new.next());
             }
             done += n;
             let rejected = match self.next {
@@ -251,16 +231,13 @@ impl WorkerState for XmallocWorker {
     fn finish(&mut self) -> WorkerResult {
         if self.corrupt {
             // Left in this thread's inbox, where verify reads it.
-            let b = self.tally.corrupt();
+            let b = self.new.tally.corrupt();
             self.shared.inboxes[self.thread]
                 .lock()
                 .expect("not poisoned")
                 .push(vec![b]);
         }
-        self.shared
-            .ledger
-            .publish(self.worker, self.tally, self.ops);
-        Ledger::result(&self.tally, self.ops)
+        self.new.finish(&self.shared.ledger)
     }
 }
 
@@ -326,3 +303,30 @@ mod tests {
         }
     }
 }
+
+/// The seeded run, pinned, as `larson_seeded_result_is_pinned`.
+#[cfg(test)]
+#[test]
+fn xmalloc_seeded_result_is_pinned() {
+    use crate::testing::{self, ctx, slot};
+    let pr = testing::params(&Xmalloc.info(), &[("batch", "7"), ("depth", "2")]).unwrap();
+    let p = Xmalloc.setup(&pr, &ctx(2)).unwrap();
+    let mut ws: Vec<_> = [slot(0, 2), slot(1, 2)]
+        .iter()
+        .map(|&s| p.worker(s).unwrap())
+        .collect();
+    for n in [1, 30, 5, 100, 3] {
+        for w in &mut ws {
+            w.step(n);
+        }
+    }
+    let r: Vec<_> = ws
+        .iter_mut()
+        .map(|w| w.finish())
+        .map(|r| (r.ops, r.checksum))
+        .collect();
+    assert_eq!(r, XMALLOC_PINNED);
+}
+
+#[cfg(test)]
+const XMALLOC_PINNED: [(u64, u64); 2] = [(139, 7373965240100634283), (139, 12833150441429977147)];

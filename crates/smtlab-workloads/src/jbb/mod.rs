@@ -48,11 +48,10 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkSplit,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
     WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
 use company::Company;
-use smtlab_types::Mode;
 use warehouse::{Config, Warehouse};
 
 pub struct Jbb;
@@ -132,14 +131,7 @@ impl Workload for Jbb {
             verification: "per warehouse: YTD totals = district YTDs = payment history = customer \
                            payments; order ids, new-order entries and undelivered orders agree; \
                            stock taken = order lines created; transactions = operations",
-            default_mode: Mode::FixedTime { seconds: 1.0 },
-            fixed_time: true,
-            work_split: WorkSplit::Quota,
-            time_metric: TimeMetric::Throughput {
-                name: "throughput",
-                unit: "tx/s",
-                scale: 1.0,
-            },
+            ..WorkloadInfo::timed(TimeMetric::throughput("tx/s"))
         }
     }
 
