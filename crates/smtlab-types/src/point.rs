@@ -145,6 +145,9 @@ impl FromStr for Spawn {
 }
 
 impl Spawn {
+    /// Every way, `--spawn`'s values.
+    pub const ALL: [Spawn; 2] = [Spawn::Exec, Spawn::Fork];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Spawn::Exec => "exec",
