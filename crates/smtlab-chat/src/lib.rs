@@ -5,6 +5,8 @@
 //!   `event`);
 //! * [`load`]: the IRC chat load generator (VolanoMark's rooms, closed and
 //!   open loop, every delivery checked);
+//! * [`params`]: a chat point's parameters, parsed and checked once when
+//!   the run is planned ([`params::ChatParams`]);
 //! * [`ngircd`]: Debian's ngircd, the reference IRC server: where it is,
 //!   the configuration smtlab starts it with, and the limits of ngircd
 //!   that shape a chat measurement (starting, measuring and stopping it is
@@ -17,4 +19,5 @@
 
 pub mod load;
 pub mod ngircd;
+pub mod params;
 pub mod server;

@@ -21,6 +21,7 @@
 //! * [`sample_log`]: where the engine commits samples ([`SampleLog`], which
 //!   the store implements): the contract lives here so that the store does
 //!   not depend on the engine;
+//! * [`server_kind`]: which server a server point runs ([`ServerKind`]);
 //! * [`study`]: which question a run answers, and what the machine could not
 //!   show;
 //! * [`table`]: a table of text cells for reports.
@@ -35,6 +36,7 @@ pub mod run;
 pub mod run_spec;
 pub mod sample;
 pub mod sample_log;
+pub mod server_kind;
 pub mod study;
 pub mod table;
 
@@ -52,5 +54,6 @@ pub use sample::{
     CounterScope, CounterStatus, CounterValue, ResourceUsage, Sample, SampleStatus, WorkerSample,
 };
 pub use sample_log::SampleLog;
+pub use server_kind::{ServerKind, CLIENT_CPUS_PARAM};
 pub use study::{StudyKind, StudyMeta, UnknownStudy};
 pub use table::Table;

@@ -8,6 +8,8 @@
 //! * [`server`]: the static server in four architectures (`process`,
 //!   `thread`, `event`, `staged`);
 //! * [`load`]: the HTTP load generator (closed and open loop);
+//! * [`params`]: a web server point's parameters, parsed and checked once
+//!   when the run is planned ([`params::WebParams`]);
 //! * [`nginx`]: Debian's nginx, the reference server: where it is, and the
 //!   configuration smtlab starts it with (starting, measuring and stopping
 //!   it is the executor's, like every other program smtlab measures).
@@ -21,4 +23,5 @@ pub mod fileset;
 pub mod http;
 pub mod load;
 pub mod nginx;
+pub mod params;
 pub mod server;
