@@ -332,23 +332,8 @@ mod tests {
 #[cfg(test)]
 #[test]
 fn larson_seeded_result_is_pinned() {
-    use crate::testing::{self, ctx, slot};
-    let pr = testing::params(&Larson.info(), &[("slots", "40"), ("rounds", "25")]).unwrap();
-    let p = Larson.setup(&pr, &ctx(2)).unwrap();
-    let mut ws: Vec<_> = [slot(0, 2), slot(1, 2)]
-        .iter()
-        .map(|&s| p.worker(s).unwrap())
-        .collect();
-    for _ in 0..7 {
-        for w in &mut ws {
-            w.step(13);
-        }
-    }
-    let r: Vec<_> = ws
-        .iter_mut()
-        .map(|w| w.finish())
-        .map(|r| (r.ops, r.checksum))
-        .collect();
+    let r =
+        crate::testing::seeded_results(&Larson, &[("slots", "40"), ("rounds", "25")], 2, &[13; 7]);
     assert_eq!(r, LARSON_PINNED);
 }
 

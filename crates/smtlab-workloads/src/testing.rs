@@ -7,7 +7,7 @@ use crate::error::ParamError;
 use crate::params::Params;
 use crate::task_queue::TaskQueue;
 use crate::workload::resolve_params;
-use crate::{ProcessContext, WorkerSlot, WorkloadInfo};
+use crate::{ProcessContext, WorkerSlot, Workload, WorkloadInfo};
 
 /// A single process running `threads` workers in `mode`.
 pub fn ctx_mode(threads: usize, mode: Mode) -> ProcessContext {
@@ -43,4 +43,30 @@ pub fn params(info: &WorkloadInfo, kv: &[(&str, &str)]) -> Result<Params, ParamE
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     resolve_params(info, &given)
+}
+
+/// `workload` set up with `kv` in one process of `threads` workers, every
+/// worker stepped by each of `steps` in turn: each worker's reported
+/// operations and checksum (a seeded run's result, to pin).
+pub fn seeded_results(
+    workload: &dyn Workload,
+    kv: &[(&str, &str)],
+    threads: usize,
+    steps: &[u64],
+) -> Vec<(u64, u64)> {
+    let p = workload
+        .setup(&params(&workload.info(), kv).unwrap(), &ctx(threads))
+        .unwrap();
+    let mut ws: Vec<_> = (0..threads)
+        .map(|t| p.worker(slot(t, threads)).unwrap())
+        .collect();
+    for &n in steps {
+        for w in &mut ws {
+            w.step(n);
+        }
+    }
+    ws.iter_mut()
+        .map(|w| w.finish())
+        .map(|r| (r.ops, r.checksum))
+        .collect()
 }

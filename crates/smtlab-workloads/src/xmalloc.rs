@@ -308,23 +308,12 @@ mod tests {
 #[cfg(test)]
 #[test]
 fn xmalloc_seeded_result_is_pinned() {
-    use crate::testing::{self, ctx, slot};
-    let pr = testing::params(&Xmalloc.info(), &[("batch", "7"), ("depth", "2")]).unwrap();
-    let p = Xmalloc.setup(&pr, &ctx(2)).unwrap();
-    let mut ws: Vec<_> = [slot(0, 2), slot(1, 2)]
-        .iter()
-        .map(|&s| p.worker(s).unwrap())
-        .collect();
-    for n in [1, 30, 5, 100, 3] {
-        for w in &mut ws {
-            w.step(n);
-        }
-    }
-    let r: Vec<_> = ws
-        .iter_mut()
-        .map(|w| w.finish())
-        .map(|r| (r.ops, r.checksum))
-        .collect();
+    let r = crate::testing::seeded_results(
+        &Xmalloc,
+        &[("batch", "7"), ("depth", "2")],
+        2,
+        &[1, 30, 5, 100, 3],
+    );
     assert_eq!(r, XMALLOC_PINNED);
 }
 
