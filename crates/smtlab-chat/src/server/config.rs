@@ -2,50 +2,15 @@
 //! ([`ChatConfig`]). Its own file, as are the counters (`stats.rs`), so
 //! that the designs share them without using the module that starts them.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::Serialize;
-
-/// The three designs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Model {
-    Thread2,
-    Thread,
-    Event,
-}
-
-impl Model {
-    pub const ALL: [Model; 3] = [Model::Thread2, Model::Thread, Model::Event];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::Thread2 => "thread2",
-            Model::Thread => "thread",
-            Model::Event => "event",
-        }
+smtlab_serving::server_models! {
+    /// The three designs.
+    pub enum Model {
+        Thread2 = "thread2",
+        Thread = "thread",
+        Event = "event",
     }
-}
-
-impl fmt::Display for Model {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown chat server model `{0}`; expected thread2, thread or event")]
-pub struct UnknownModel(pub String);
-
-impl FromStr for Model {
-    type Err = UnknownModel;
-    fn from_str(s: &str) -> Result<Model, UnknownModel> {
-        Model::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| UnknownModel(s.to_string()))
-    }
+    #[error("unknown chat server model `{0}`; expected thread2, thread or event")]
+    pub struct UnknownModel;
 }
 
 /// Bytes waiting for one client at most before it is disconnected

@@ -3,54 +3,19 @@
 //! that the architectures share them without using the module that starts
 //! them.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
-use serde::Serialize;
-
-/// The four architectures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Model {
-    Process,
-    Thread,
-    Event,
-    Staged,
-}
-
-impl Model {
-    pub const ALL: [Model; 4] = [Model::Process, Model::Thread, Model::Event, Model::Staged];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::Process => "process",
-            Model::Thread => "thread",
-            Model::Event => "event",
-            Model::Staged => "staged",
-        }
+smtlab_serving::server_models! {
+    /// The four architectures.
+    pub enum Model {
+        Process = "process",
+        Thread = "thread",
+        Event = "event",
+        Staged = "staged",
     }
-}
-
-impl fmt::Display for Model {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown web server model `{0}`; expected process, thread, event or staged")]
-pub struct UnknownModel(pub String);
-
-impl FromStr for Model {
-    type Err = UnknownModel;
-    fn from_str(s: &str) -> Result<Model, UnknownModel> {
-        Model::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| UnknownModel(s.to_string()))
-    }
+    #[error("unknown web server model `{0}`; expected process, thread, event or staged")]
+    pub struct UnknownModel;
 }
 
 /// How long a connection may take to send a whole request head, and may

@@ -291,7 +291,7 @@ pub(crate) fn start(
             shared: shared.clone(),
             scratch: vec![0u8; READ_CHUNK],
         };
-        started = started.and_then(|()| spawn(READ, k, Box::new(move || stage.run())));
+        started = started.and_then(|()| spawn(READ, k, Box::new(move || run_poll_stage(stage))));
     }
     for k in 0..workers {
         let (shared, rx, send_tx) = (shared.clone(), file_rx.clone(), send_tx.clone());
@@ -311,7 +311,7 @@ pub(crate) fn start(
             read_tx: read_tx.clone(),
             shared: shared.clone(),
         };
-        started = started.and_then(|()| spawn(SEND, k, Box::new(move || stage.run())));
+        started = started.and_then(|()| spawn(SEND, k, Box::new(move || run_poll_stage(stage))));
     }
     // The threads hold every sender and receiver now: a stage ends when
     // the one before it has.
@@ -453,6 +453,62 @@ fn refused(shared: &Shared, stage: usize, conn: Conn) {
     }
 }
 
+/// A stage thread that waits on its connections' sockets (read, send):
+/// the one loop both run, with what differs per stage.
+trait PollStage {
+    fn poll(&mut self) -> &mut Poll;
+    fn shared(&self) -> &Shared;
+    /// Take connections from the stage's queue (at most a batch: `true`
+    /// when more may be waiting).
+    fn take_arrivals(&mut self) -> bool;
+    /// The connection with this slab key is ready.
+    fn ready(&mut self, key: usize);
+    /// Close what waited past its deadline.
+    fn sweep(&mut self, now: Instant);
+}
+
+/// A poll-driven stage thread's loop: wait for events (not at all when
+/// more arrivals may be queued, at most until the next tick), take
+/// arrivals, serve the ready connections, and sweep once per tick, until
+/// the server stops.
+fn run_poll_stage<S: PollStage>(mut stage: S) {
+    let mut events = Events::with_capacity(EVENTS);
+    let mut next_tick = Instant::now() + TICK;
+    let mut more = false;
+    while !stage.shared().stop.load(Ordering::SeqCst) {
+        let wait = if more {
+            Duration::ZERO
+        } else {
+            next_tick.saturating_duration_since(Instant::now())
+        };
+        if let Err(e) = stage.poll().poll(&mut events, Some(wait)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                stage
+                    .shared()
+                    .counters
+                    .io_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(TICK);
+            }
+            continue;
+        }
+        if stage.shared().stop.load(Ordering::SeqCst) {
+            break;
+        }
+        more = stage.take_arrivals();
+        for event in events.iter() {
+            if event.token() != WAKER {
+                stage.ready(event.token().0);
+            }
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            stage.sweep(now);
+            next_tick = now + TICK;
+        }
+    }
+}
+
 /// A read stage thread.
 struct ReadStage {
     poll: Poll,
@@ -472,42 +528,13 @@ enum Act<T> {
     Close(End),
 }
 
-impl ReadStage {
-    fn run(mut self) {
-        let mut events = Events::with_capacity(EVENTS);
-        let mut next_tick = Instant::now() + TICK;
-        let mut more = false;
-        while !self.shared.stop.load(Ordering::SeqCst) {
-            let wait = if more {
-                Duration::ZERO
-            } else {
-                next_tick.saturating_duration_since(Instant::now())
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    self.shared
-                        .counters
-                        .io_errors
-                        .fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(TICK);
-                }
-                continue;
-            }
-            if self.shared.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            more = self.take_arrivals();
-            for event in events.iter() {
-                if event.token() != WAKER {
-                    self.ready(event.token().0);
-                }
-            }
-            let now = Instant::now();
-            if now >= next_tick {
-                self.sweep(now);
-                next_tick = now + TICK;
-            }
-        }
+impl PollStage for ReadStage {
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Take connections from the queue (at most a batch: `true` when more
@@ -562,15 +589,6 @@ impl ReadStage {
         self.shared.meters[READ].busy(started);
     }
 
-    fn forward(&self, conn: Conn, wanted: Wanted) {
-        let job = FileJob { conn, wanted };
-        match hand(&self.file_tx, job, &self.shared.meters[FILE]) {
-            Ok(()) => {}
-            Err(TrySendError::Full(job)) => refused(&self.shared, FILE, job.conn),
-            Err(TrySendError::Disconnected(_)) => {}
-        }
-    }
-
     /// 408 (best effort) to connections past their deadline, and close.
     fn sweep(&mut self, now: Instant) {
         let expired: Vec<usize> = self
@@ -581,6 +599,17 @@ impl ReadStage {
             .collect();
         for key in expired {
             self.conns.remove(key).expire();
+        }
+    }
+}
+
+impl ReadStage {
+    fn forward(&self, conn: Conn, wanted: Wanted) {
+        let job = FileJob { conn, wanted };
+        match hand(&self.file_tx, job, &self.shared.meters[FILE]) {
+            Ok(()) => {}
+            Err(TrySendError::Full(job)) => refused(&self.shared, FILE, job.conn),
+            Err(TrySendError::Disconnected(_)) => {}
         }
     }
 }
@@ -638,42 +667,13 @@ struct SendStage {
     shared: Arc<Shared>,
 }
 
-impl SendStage {
-    fn run(mut self) {
-        let mut events = Events::with_capacity(EVENTS);
-        let mut next_tick = Instant::now() + TICK;
-        let mut more = false;
-        while !self.shared.stop.load(Ordering::SeqCst) {
-            let wait = if more {
-                Duration::ZERO
-            } else {
-                next_tick.saturating_duration_since(Instant::now())
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    self.shared
-                        .counters
-                        .io_errors
-                        .fetch_add(1, Ordering::Relaxed);
-                    std::thread::sleep(TICK);
-                }
-                continue;
-            }
-            if self.shared.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            more = self.take_arrivals();
-            for event in events.iter() {
-                if event.token() != WAKER {
-                    self.ready(event.token().0);
-                }
-            }
-            let now = Instant::now();
-            if now >= next_tick {
-                self.sweep(now);
-                next_tick = now + TICK;
-            }
-        }
+impl PollStage for SendStage {
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     fn take_arrivals(&mut self) -> bool {
@@ -725,18 +725,6 @@ impl SendStage {
         self.shared.meters[SEND].busy(started);
     }
 
-    /// The response was sent: a keep-alive connection goes back to the
-    /// read stage for its next request, another lingers there until the
-    /// peer closes.
-    fn finish(&self, mut conn: Conn, keep_alive: bool) {
-        if keep_alive {
-            conn.deadline = Instant::now() + self.shared.timeout;
-        } else {
-            conn.start_linger(self.shared.timeout);
-        }
-        to_read_stage(&self.shared, &self.read_tx, conn);
-    }
-
     /// Close connections whose write made no progress within the timeout.
     fn sweep(&mut self, now: Instant) {
         let expired: Vec<usize> = self
@@ -748,6 +736,20 @@ impl SendStage {
         for key in expired {
             self.conns.remove(key).conn.close(End::Timeout);
         }
+    }
+}
+
+impl SendStage {
+    /// The response was sent: a keep-alive connection goes back to the
+    /// read stage for its next request, another lingers there until the
+    /// peer closes.
+    fn finish(&self, mut conn: Conn, keep_alive: bool) {
+        if keep_alive {
+            conn.deadline = Instant::now() + self.shared.timeout;
+        } else {
+            conn.start_linger(self.shared.timeout);
+        }
+        to_read_stage(&self.shared, &self.read_tx, conn);
     }
 }
 
