@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::derived::{derived, Derived};
 use smtlab_stats::{self as stats, Summary};
 use smtlab_store::{Store, StoreError};
+use smtlab_types::extras::allocprobe;
 use smtlab_types::Point;
 use smtlab_types::{CounterScope, CounterStatus, CounterValue, Sample, SampleStatus};
 
@@ -94,15 +95,15 @@ fn extras_of(ok: &[&Sample]) -> BTreeMap<String, f64> {
         .collect();
     let share = median_of(ok.iter().map(|s| {
         match (
-            s.extras.get("foreign_objects"),
-            s.extras.get("live_objects"),
+            s.extras.get(allocprobe::FOREIGN_OBJECTS),
+            s.extras.get(allocprobe::LIVE_OBJECTS),
         ) {
             (Some(&f), Some(&l)) if l > 0.0 => Some(f / l),
             _ => None,
         }
     }));
     if let Some(share) = share {
-        out.insert("foreign_share".to_string(), share);
+        out.insert(allocprobe::FOREIGN_SHARE.to_string(), share);
     }
     out
 }

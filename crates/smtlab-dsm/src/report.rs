@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use smtlab_types::extras::dsm;
 use smtlab_types::Comm;
 
 /// Where a rank's wall time went, seconds. Like the paper's tables: the
@@ -97,29 +98,29 @@ impl RunReport {
         for r in &self.per_rank {
             let mut both = |name: &str, v: f64| {
                 add(name.to_string(), v);
-                add(format!("rank.{}.{name}", r.rank), v);
+                add(dsm::rank_key(r.rank, name), v);
             };
-            both("messages", r.messages_sent as f64);
-            both("bytes", r.bytes_sent as f64);
-            both("retransmissions", r.retransmissions as f64);
-            both("duplicates", r.duplicates_dropped as f64);
-            both("injected_drops", r.injected_drops as f64);
-            both("getp", r.getp as f64);
-            both("diffs", r.diffs as f64);
-            both("locks", r.locks as f64);
-            both("barriers", r.barriers as f64);
-            both("served", r.served as f64);
-            both("compute_s", r.time.compute_s);
-            both("fault_s", r.time.fault_s);
-            both("sync_s", r.time.sync_s);
-            both("serve_s", r.time.serve_s);
-            both("wait_s", r.time.wait_s);
+            both(dsm::MESSAGES, r.messages_sent as f64);
+            both(dsm::BYTES, r.bytes_sent as f64);
+            both(dsm::RETRANSMISSIONS, r.retransmissions as f64);
+            both(dsm::DUPLICATES, r.duplicates_dropped as f64);
+            both(dsm::INJECTED_DROPS, r.injected_drops as f64);
+            both(dsm::GETP, r.getp as f64);
+            both(dsm::DIFFS, r.diffs as f64);
+            both(dsm::LOCKS, r.locks as f64);
+            both(dsm::BARRIERS, r.barriers as f64);
+            both(dsm::SERVED, r.served as f64);
+            both(dsm::COMPUTE_S, r.time.compute_s);
+            both(dsm::FAULT_S, r.time.fault_s);
+            both(dsm::SYNC_S, r.time.sync_s);
+            both(dsm::SERVE_S, r.time.serve_s);
+            both(dsm::WAIT_S, r.time.wait_s);
             for t in &r.threads {
-                both(&format!("thread.{}_s", t.name), t.cpu_s);
+                both(&dsm::thread_key(&t.name), t.cpu_s);
             }
         }
         x.insert(
-            "verified".to_string(),
+            dsm::VERIFIED.to_string(),
             if self.verified { 1.0 } else { 0.0 },
         );
         x

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use smtlab_types::extras::co_run;
 use smtlab_types::{Mode, Model, Outcome, Point, Program, ResourceUsage, Sample, SampleStatus};
 
 use crate::context::SampleContext;
@@ -105,8 +106,8 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
             PartEnd::Rates(rates) => {
                 let rate = rates.iter().sum::<f64>() / rates.len() as f64;
-                extras.insert(format!("rate.{k}"), rate);
-                extras.insert(format!("samples.{k}"), rates.len() as f64);
+                extras.insert(co_run::rate_key(k), rate);
+                extras.insert(co_run::samples_key(k), rates.len() as f64);
                 if k == 0 {
                     metric = Some(rate);
                 }

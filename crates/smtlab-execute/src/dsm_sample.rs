@@ -23,6 +23,7 @@ use nix::sys::signal::Signal;
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
 use smtlab_dsm::{DsmParams, RunReport};
 use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_types::extras::dsm;
 use smtlab_types::{
     CpuSet, Outcome, Point, Program, ResourceUsage, Sample, SampleStatus, WorkerSample,
 };
@@ -359,7 +360,7 @@ pub fn dsm_sample(
     // Equal inputs give equal checksums: what a launcher's run and a
     // local run of the same problem are compared by.
     if report.checksum.is_finite() {
-        extras.insert("checksum".into(), report.checksum);
+        extras.insert(dsm::CHECKSUM.into(), report.checksum);
     }
     extras.retain(|_, v| v.is_finite());
     let (status, reason, metric) = if report.per_rank.len() != point.workers {

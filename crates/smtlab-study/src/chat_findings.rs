@@ -10,6 +10,7 @@
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
+use smtlab_types::extras::{chat, server};
 use smtlab_types::{Point, Program, Sample, Table};
 
 use crate::intervals::{self, Estimate, Reading};
@@ -47,7 +48,7 @@ fn per_message(p: &PointData, name: &str, scope: &str) -> Option<f64> {
         .iter()
         .find(|c| c.name == name && c.scope.as_str() == scope)?
         .median?;
-    let d = extra(p, "deliveries")?;
+    let d = extra(p, chat::DELIVERIES)?;
     (d > 0.0).then(|| v / d)
 }
 
@@ -74,7 +75,7 @@ pub fn chat_study(data: &RunData, seed: u64, f: &mut WebFindings) {
     }
     if chat
         .iter()
-        .any(|p| extra(p, "client_bound").is_some_and(|b| b >= 0.5))
+        .any(|p| extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5))
     {
         f.limits.push(
             "At some points the load generator's CPUs were saturated (marked client-bound in \
@@ -94,7 +95,7 @@ fn table(chat: &[&PointData], f: &mut WebFindings) {
             let r = &p.summary;
             let note = if r.summary.is_none() {
                 "no successful sample".to_string()
-            } else if extra(p, "client_bound").is_some_and(|b| b >= 0.5) {
+            } else if extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
                 "client-bound: a lower bound".to_string()
             } else {
                 String::new()
@@ -108,19 +109,20 @@ fn table(chat: &[&PointData], f: &mut WebFindings) {
                 who(p).unwrap_or_default(),
                 connections(p).to_string(),
                 median(p).map_or("failed".into(), |m| table_value(m, &r.point.metric.unit)),
-                num(extra(p, "server_user_us_per_msg"), 2),
-                num(extra(p, "server_sys_us_per_msg"), 2),
-                num(extra(p, "voluntary_cs_per_msg"), 4),
-                num(extra(p, "involuntary_cs_per_msg"), 4),
-                num(extra(p, "server_threads"), 0),
-                num(extra(p, "server_pss_kb_per_connection"), 1),
+                num(extra(p, chat::SERVER_USER_US_PER_MSG), 2),
+                num(extra(p, chat::SERVER_SYS_US_PER_MSG), 2),
+                num(extra(p, chat::VOLUNTARY_CS_PER_MSG), 4),
+                num(extra(p, chat::INVOLUNTARY_CS_PER_MSG), 4),
+                num(extra(p, chat::SERVER_THREADS), 0),
+                num(extra(p, chat::SERVER_PSS_KB_PER_CONNECTION), 1),
                 num(per_message(p, "instructions", "user"), 0),
                 num(per_message(p, "instructions", "kernel"), 0),
                 num(cpi("kernel"), 2),
                 num(per_message(p, "L1-dcache-load-misses", "kernel"), 1),
                 num(per_message(p, "L1-icache-load-misses", "user"), 1),
                 num(per_message(p, "iTLB-load-misses", "user"), 2),
-                extra(p, "client_cpu_share").map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+                extra(p, server::CLIENT_CPU_SHARE)
+                    .map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
                 note,
             ]
         })
@@ -177,7 +179,7 @@ fn growth(
         .iter()
         .copied()
         .filter(|p| who(p).as_deref() == Some(name) && p.summary.summary.is_some())
-        .filter(|p| extra(p, "server_sys_us_per_msg").is_some())
+        .filter(|p| extra(p, chat::SERVER_SYS_US_PER_MSG).is_some())
         .collect();
     mine.sort_by_key(|p| connections(p));
     if mine.len() < 2 {
@@ -191,8 +193,8 @@ fn growth(
         .unwrap_or(mine[0]);
     let to = mine[mine.len() - 1];
     let (c0, c1) = (connections(from), connections(to));
-    let sys = |p: &PointData| extra(p, "server_sys_us_per_msg").unwrap_or(f64::NAN);
-    let user = |p: &PointData| extra(p, "server_user_us_per_msg").unwrap_or(f64::NAN);
+    let sys = |p: &PointData| extra(p, chat::SERVER_SYS_US_PER_MSG).unwrap_or(f64::NAN);
+    let user = |p: &PointData| extra(p, chat::SERVER_USER_US_PER_MSG).unwrap_or(f64::NAN);
     let rate = |p: &PointData| median(p).unwrap_or(f64::NAN);
     // A per-message cost's change, from each sample's own value.
     let cost = |key: &str| -> Option<Estimate> {
@@ -202,8 +204,8 @@ fn growth(
             seed,
         )
     };
-    let (k_word, k_ci) = change(cost("server_sys_us_per_msg"));
-    let (u_word, u_ci) = change(cost("server_user_us_per_msg"));
+    let (k_word, k_ci) = change(cost(chat::SERVER_SYS_US_PER_MSG));
+    let (u_word, u_ci) = change(cost(chat::SERVER_USER_US_PER_MSG));
     let (m_word, m_ci) = change(intervals::ratio(&to.values, &from.values, seed));
     f.verdicts.push(format!(
         "{name}'s kernel time per message {k_word} from {} to {} connections ({:.2} -> {:.2} \
@@ -251,7 +253,7 @@ fn best_at(chat: &[&PointData], c: usize, seed: u64, f: &mut WebFindings) {
         }
         items.push((format!("{:.2}x {other}'s", e.value), e));
     }
-    let bound = if extra(best, "client_bound").is_some_and(|b| b >= 0.5) {
+    let bound = if extra(best, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
         " (the load generator was saturated there: a lower bound)"
     } else {
         ""

@@ -18,6 +18,7 @@
 use smtlab_analyse::analysis::{verdict, PointData, Verdict};
 use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
+use smtlab_types::extras::dsm;
 use smtlab_types::{Comm, Point, Program, Sample, SampleStatus, Table};
 
 use crate::comm_plan::{layout_name, per_node_of, COMM_APPS};
@@ -90,10 +91,21 @@ const PARTS: [(&str, &str); 4] = [
 fn part(p: &PointData, part: &str) -> Option<f64> {
     match part {
         "handling" => Some(
-            per_rank(p, "fault_s").unwrap_or(0.0) + per_rank(p, "sync_s").unwrap_or(0.0)
-                - per_rank(p, "wait_s")?,
+            per_rank(p, dsm::FAULT_S).unwrap_or(0.0) + per_rank(p, dsm::SYNC_S).unwrap_or(0.0)
+                - per_rank(p, dsm::WAIT_S)?,
         ),
-        name => per_rank(p, &format!("{name}_s")),
+        name => per_rank(p, part_extra(name)?),
+    }
+}
+
+/// The extra holding the seconds of `part`, for the parts that are one
+/// statistic (`handling` is three).
+fn part_extra(part: &str) -> Option<&'static str> {
+    match part {
+        "wait" => Some(dsm::WAIT_S),
+        "compute" => Some(dsm::COMPUTE_S),
+        "serve" => Some(dsm::SERVE_S),
+        _ => None,
     }
 }
 
@@ -105,10 +117,11 @@ fn part_values(samples: &[(Point, Vec<Sample>)], p: &PointData, part: &str) -> V
         .filter_map(|s| {
             let x = |k: &str| s.extras.get(k).copied();
             match part {
-                "handling" => {
-                    Some(x("fault_s").unwrap_or(0.0) + x("sync_s").unwrap_or(0.0) - x("wait_s")?)
-                }
-                name => x(&format!("{name}_s")),
+                "handling" => Some(
+                    x(dsm::FAULT_S).unwrap_or(0.0) + x(dsm::SYNC_S).unwrap_or(0.0)
+                        - x(dsm::WAIT_S)?,
+                ),
+                name => x(part_extra(name)?),
             }
         })
         .map(|v| v / n)
@@ -185,7 +198,7 @@ fn verification(data: &RunData, f: &mut Findings) {
         let mut here = 0;
         for s in samples {
             let unverified = s.status == SampleStatus::WrongResult
-                || s.extras.get("verified").is_some_and(|&v| v < 0.5);
+                || s.extras.get(dsm::VERIFIED).is_some_and(|&v| v < 0.5);
             if unverified {
                 here += 1;
             } else if s.status == SampleStatus::Ok {
@@ -258,15 +271,15 @@ fn statistics_table(app: &str, mine: &[&PointData], f: &mut Findings) {
         .map(|p| {
             let mut row = row_head(p);
             row.extend([
-                num(total(p, "messages"), 0),
-                num(total(p, "bytes").map(|b| b / 1024.0), 1),
-                num(total(p, "getp"), 0),
-                num(total(p, "diffs"), 0),
-                num(total(p, "locks"), 0),
-                num(total(p, "barriers"), 0),
-                num(total(p, "served"), 0),
-                num(total(p, "retransmissions"), 0),
-                num(total(p, "duplicates"), 0),
+                num(total(p, dsm::MESSAGES), 0),
+                num(total(p, dsm::BYTES).map(|b| b / 1024.0), 1),
+                num(total(p, dsm::GETP), 0),
+                num(total(p, dsm::DIFFS), 0),
+                num(total(p, dsm::LOCKS), 0),
+                num(total(p, dsm::BARRIERS), 0),
+                num(total(p, dsm::SERVED), 0),
+                num(total(p, dsm::RETRANSMISSIONS), 0),
+                num(total(p, dsm::DUPLICATES), 0),
             ]);
             row
         })
@@ -326,16 +339,16 @@ fn time_table(app: &str, mine: &[&PointData], f: &mut Findings) {
             row.extend([
                 median(p).map_or("failed".to_string(), |m| table_value(m, unit)),
                 ci,
-                seconds(per_rank(p, "compute_s")),
-                seconds(per_rank(p, "fault_s")),
-                seconds(per_rank(p, "sync_s")),
-                seconds(per_rank(p, "serve_s")),
-                seconds(per_rank(p, "wait_s")),
-                seconds(per_rank(p, "thread.main_s")),
-                seconds(per_rank(p, "thread.comm_s")),
-                seconds(per_rank(p, "thread.send_s")),
-                seconds(per_rank(p, "thread.recv_s")),
-                seconds(per_rank(p, "thread.serve_s")),
+                seconds(per_rank(p, dsm::COMPUTE_S)),
+                seconds(per_rank(p, dsm::FAULT_S)),
+                seconds(per_rank(p, dsm::SYNC_S)),
+                seconds(per_rank(p, dsm::SERVE_S)),
+                seconds(per_rank(p, dsm::WAIT_S)),
+                seconds(per_rank(p, dsm::THREAD_MAIN_S)),
+                seconds(per_rank(p, dsm::THREAD_COMM_S)),
+                seconds(per_rank(p, dsm::THREAD_SEND_S)),
+                seconds(per_rank(p, dsm::THREAD_RECV_S)),
+                seconds(per_rank(p, dsm::THREAD_SERVE_S)),
                 note,
             ]);
             row
@@ -831,7 +844,7 @@ fn wait_growth(
         let (Some(pa), Some(pb)) = (at(lo), at(hi)) else {
             continue;
         };
-        if let (Some(a), Some(b)) = (per_rank(pa, "wait_s"), per_rank(pb, "wait_s")) {
+        if let (Some(a), Some(b)) = (per_rank(pa, dsm::WAIT_S), per_rank(pb, dsm::WAIT_S)) {
             let e = intervals::ratio(
                 &part_values(samples, pb, "wait"),
                 &part_values(samples, pa, "wait"),

@@ -13,6 +13,7 @@ use smtlab_analyse::analysis::{
 };
 use smtlab_analyse::units::table_value;
 use smtlab_topology::Topology;
+use smtlab_types::extras::allocprobe;
 use smtlab_types::{Mode, StudyKind, StudyMeta, Table};
 
 use crate::planning::ALLOC_BENCHMARKS;
@@ -481,7 +482,7 @@ fn alloc(points: &[PointData], seed: u64, f: &mut Findings) {
             kb(r.peak_rss_kb),
             kb(r.anon_huge_kb),
             r.extras
-                .get("foreign_share")
+                .get(allocprobe::FOREIGN_SHARE)
                 .map_or("-".to_string(), |s| format!("{:.2}%", s * 100.0)),
             match dtlb {
                 Some(d) if ops > 0.0 => format!("{:.3}", d / ops),

@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use smtlab_analyse::pairs::Resampling;
 use smtlab_stats::{median, percentile, rng_for_domain, uniform_below, BOOTSTRAP_RESAMPLES};
+use smtlab_types::extras::co_run;
 use smtlab_types::{Point, Program, Sample, SampleStatus};
 
 /// Replicates of the whole matrix drawn for the gain's interval: a few
@@ -185,7 +186,7 @@ pub fn measured_matrix(samples: &[(Point, Vec<Sample>)], seed: u64) -> MeasuredM
                 let ks: Vec<usize> = (0..parts.len())
                     .filter(|&k| parts[k].slot == slot)
                     .collect();
-                let rate = |k: usize| s.extras.get(&format!("rate.{k}")).copied();
+                let rate = |k: usize| s.extras.get(&co_run::rate_key(k)).copied();
                 match ks.as_slice() {
                     [k] => {
                         if let Some(r) = rate(*k) {

@@ -7,6 +7,7 @@
 use smtlab_analyse::analysis::{verdict, PointData};
 use smtlab_analyse::units::table_value;
 use smtlab_topology::Topology;
+use smtlab_types::extras::{server, web};
 use smtlab_types::{Model, Program, Table};
 
 use crate::intervals::{self, Reading};
@@ -57,7 +58,7 @@ fn per_request(p: &PointData, name: &str) -> Option<f64> {
         .map(|c| c.median)
         .collect::<Option<Vec<f64>>>()?;
     let ops = p.summary.worker_ops.iter().sum::<f64>();
-    let per_sample_ops = extra(p, "requests_answered").unwrap_or(ops);
+    let per_sample_ops = extra(p, web::REQUESTS_ANSWERED).unwrap_or(ops);
     (!values.is_empty() && per_sample_ops > 0.0)
         .then(|| values.iter().sum::<f64>() / per_sample_ops)
 }
@@ -125,9 +126,9 @@ fn table(servers: &[&PointData], f: &mut WebFindings) {
             let r = &p.summary;
             let note = if r.summary.is_none() {
                 "no successful sample".to_string()
-            } else if extra(p, "client_bound").is_some_and(|b| b >= 0.5) {
+            } else if extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
                 "client-bound: a lower bound".to_string()
-            } else if extra(p, "client_pinned").is_some_and(|b| b < 0.5) {
+            } else if extra(p, server::CLIENT_PINNED).is_some_and(|b| b < 0.5) {
                 "client on the server's CPUs".to_string()
             } else {
                 String::new()
@@ -138,14 +139,15 @@ fn table(servers: &[&PointData], f: &mut WebFindings) {
                 r.point.workers.to_string(),
                 cpus_text(p),
                 median(p).map_or("failed".into(), |m| table_value(m, &r.point.metric.unit)),
-                num(extra(p, "server_user_us_per_req"), 1),
-                num(extra(p, "server_sys_us_per_req"), 1),
-                num(extra(p, "voluntary_cs_per_req"), 3),
-                num(extra(p, "involuntary_cs_per_req"), 3),
+                num(extra(p, web::SERVER_USER_US_PER_REQ), 1),
+                num(extra(p, web::SERVER_SYS_US_PER_REQ), 1),
+                num(extra(p, web::VOLUNTARY_CS_PER_REQ), 3),
+                num(extra(p, web::INVOLUNTARY_CS_PER_REQ), 3),
                 num(per_request(p, "L1-icache-load-misses"), 1),
                 num(per_request(p, "L1-dcache-load-misses"), 1),
                 num(cpi(p), 2),
-                extra(p, "client_cpu_share").map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+                extra(p, server::CLIENT_CPU_SHARE)
+                    .map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
                 note,
             ]
         })
@@ -528,13 +530,13 @@ fn smt_against_cores(servers: &[&PointData], topo: &Topology, seed: u64, f: &mut
 fn limits(servers: &[&PointData], f: &mut WebFindings) {
     let bound: Vec<String> = servers
         .iter()
-        .filter(|p| extra(p, "client_bound").is_some_and(|b| b >= 0.5))
+        .filter(|p| extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5))
         .map(|p| {
             format!(
                 "{} at N={} ({:.0}% busy)",
                 label(p),
                 p.summary.point.workers,
-                extra(p, "client_cpu_share").unwrap_or(0.0) * 100.0
+                extra(p, server::CLIENT_CPU_SHARE).unwrap_or(0.0) * 100.0
             )
         })
         .collect();

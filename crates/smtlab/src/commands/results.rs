@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 use smtlab_analyse::summary::{CounterSummary, PointSummary};
+use smtlab_types::extras::{self, chat, dsm, server, web};
 use smtlab_types::RunStatus;
 use smtlab_types::{CounterScope, CounterStatus};
 use smtlab_types::{Point, Program};
@@ -213,9 +214,9 @@ fn render_extras(reports: &[PointSummary]) -> String {
             .iter()
             // A DSM point's per-rank split (`rank.3.wait_s`) is for `show
             // --json` and `study comm`'s tables; the line keeps the totals.
-            .filter(|(k, _)| !k.starts_with("rank."))
+            .filter(|(k, _)| !dsm::is_rank_key(k))
             .map(|(k, v)| {
-                if k.ends_with("_share") {
+                if extras::is_share(k) {
                     format!("{k} {:.1}%", v * 100.0)
                 } else if v.fract() == 0.0 || v.abs() >= 1000.0 {
                     // Counts (a median of two may end in .5).
@@ -239,7 +240,7 @@ fn render_extras(reports: &[PointSummary]) -> String {
 fn server_line(r: &PointSummary) -> Option<String> {
     let x = &r.extras;
     let get = |k: &str| x.get(k).copied().unwrap_or(f64::NAN);
-    let mut s = if let Some(user) = x.get("server_user_us_per_msg") {
+    let mut s = if let Some(user) = x.get(chat::SERVER_USER_US_PER_MSG) {
         // A chat point: per delivered message, over the message phase.
         format!(
             "point {} per message delivered: server CPU {user:.2} µs user + {:.2} µs sys, \
@@ -247,22 +248,22 @@ fn server_line(r: &PointSummary) -> Option<String> {
              server threads, {:.1} KiB of server PSS per connection; latency p50 {:.0} µs, p99 \
              {:.0} µs; client CPUs {:.0}% busy\n",
             r.point.index,
-            get("server_sys_us_per_msg"),
-            get("voluntary_cs_per_msg"),
-            get("involuntary_cs_per_msg"),
-            get("connections"),
-            get("server_threads"),
-            get("server_pss_kb_per_connection"),
-            get("latency_p50_us"),
-            get("latency_p99_us"),
-            get("client_cpu_share") * 100.0,
+            get(chat::SERVER_SYS_US_PER_MSG),
+            get(chat::VOLUNTARY_CS_PER_MSG),
+            get(chat::INVOLUNTARY_CS_PER_MSG),
+            get(chat::CONNECTIONS),
+            get(chat::SERVER_THREADS),
+            get(chat::SERVER_PSS_KB_PER_CONNECTION),
+            get(server::LATENCY_P50_US),
+            get(server::LATENCY_P99_US),
+            get(server::CLIENT_CPU_SHARE) * 100.0,
         )
     } else {
         server_request_line(r)?
     };
     let errors: Vec<String> = x
         .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix("errors.")?, v)))
+        .filter_map(|(k, v)| Some((server::parse_errors_key(k)?, v)))
         .map(|(k, v)| format!("{k} {v:.0}"))
         .collect();
     if !errors.is_empty() {
@@ -272,16 +273,16 @@ fn server_line(r: &PointSummary) -> Option<String> {
             errors.join(", ")
         ));
     }
-    if get("client_bound") >= 0.5 {
+    if get(server::CLIENT_BOUND) >= 0.5 {
         s.push_str(&format!(
             "point {}: the load generator, not the server, was the bottleneck (its CPUs {:.0}% \
              busy): the server may serve more than shown; give it more client CPUs \
              (--client-cpus)\n",
             r.point.index,
-            get("client_cpu_share") * 100.0
+            get(server::CLIENT_CPU_SHARE) * 100.0
         ));
     }
-    if get("client_pinned") < 0.5 {
+    if get(server::CLIENT_PINNED) < 0.5 {
         s.push_str(&format!(
             "point {}: the load generator shared the server's CPUs (none was left for it)\n",
             r.point.index
@@ -294,19 +295,22 @@ fn server_line(r: &PointSummary) -> Option<String> {
 /// counters, which come with the counter lines).
 fn server_request_line(r: &PointSummary) -> Option<String> {
     let x = &r.extras;
-    let user = x.get("server_user_us_per_req")?;
-    let sys = x.get("server_sys_us_per_req").copied().unwrap_or(f64::NAN);
+    let user = x.get(web::SERVER_USER_US_PER_REQ)?;
+    let sys = x
+        .get(web::SERVER_SYS_US_PER_REQ)
+        .copied()
+        .unwrap_or(f64::NAN);
     let get = |k: &str| x.get(k).copied().unwrap_or(f64::NAN);
     Some(format!(
         "point {} per request: server CPU {user:.1} µs user + {sys:.1} µs sys, context switches \
          {:.3} voluntary + {:.3} involuntary; latency p50 {:.0} µs, p99 {:.0} µs; client CPUs \
          {:.0}% busy\n",
         r.point.index,
-        get("voluntary_cs_per_req"),
-        get("involuntary_cs_per_req"),
-        get("latency_p50_us"),
-        get("latency_p99_us"),
-        get("client_cpu_share") * 100.0,
+        get(web::VOLUNTARY_CS_PER_REQ),
+        get(web::INVOLUNTARY_CS_PER_REQ),
+        get(server::LATENCY_P50_US),
+        get(server::LATENCY_P99_US),
+        get(server::CLIENT_CPU_SHARE) * 100.0,
     ))
 }
 
