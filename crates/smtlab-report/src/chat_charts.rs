@@ -6,6 +6,7 @@
 //! charts plot against N, which a chat sweep keeps at one.
 
 use smtlab_analyse::analysis::PointData;
+use smtlab_types::extras::chat;
 use smtlab_types::Program;
 
 use crate::charts::ChartSpec;
@@ -103,14 +104,14 @@ pub(crate) fn specs(points: &[PointData]) -> Vec<ChartSpec> {
              tear-down excluded) per delivered message: the OS cost Luo & John saw grow with \
              connections.",
             "server sys µs per message",
-            lines(points, extra("server_sys_us_per_msg")),
+            lines(points, extra(chat::SERVER_SYS_US_PER_MSG)),
         ),
         chart(
             "chat-user-per-message",
             "User time per message against connections",
             "The server's user CPU time over the message phase per delivered message.",
             "server user µs per message",
-            lines(points, extra("server_user_us_per_msg")),
+            lines(points, extra(chat::SERVER_USER_US_PER_MSG)),
         ),
         chart(
             "chat-memory-per-connection",
@@ -118,7 +119,7 @@ pub(crate) fn specs(points: &[PointData]) -> Vec<ChartSpec> {
             "The server's PSS growth from its start to the end of the messages, over the \
              connections (thread stacks for the thread models).",
             "KiB of PSS per connection",
-            lines(points, extra("server_pss_kb_per_connection")),
+            lines(points, extra(chat::SERVER_PSS_KB_PER_CONNECTION)),
         ),
     ]
 }

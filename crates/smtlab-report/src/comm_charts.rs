@@ -6,6 +6,7 @@
 //! against N, which would split one application into ten series.
 
 use smtlab_analyse::analysis::PointData;
+use smtlab_types::extras::dsm;
 use smtlab_types::{Comm, Program};
 
 use crate::charts::{slug, ChartSpec};
@@ -42,11 +43,11 @@ fn layout(per_node: usize) -> &'static str {
 /// Waiting is counted inside SEGV and sync too, so the parts are bars side
 /// by side, not a stack that would count it twice.
 const PARTS: [(&str, &str); 5] = [
-    ("compute", "compute_s"),
-    ("SEGV", "fault_s"),
-    ("sync", "sync_s"),
-    ("serve", "serve_s"),
-    ("wait", "wait_s"),
+    ("compute", dsm::COMPUTE_S),
+    ("SEGV", dsm::FAULT_S),
+    ("sync", dsm::SYNC_S),
+    ("serve", dsm::SERVE_S),
+    ("wait", dsm::WAIT_S),
 ];
 
 /// The comm charts of `points`, per application in the order first seen.
