@@ -19,6 +19,7 @@ use smtlab_analyse::summary::point_summaries;
 use smtlab_dsm::{LauncherRank, RankArgs as OneRank, Rendezvous, RunReport};
 use smtlab_plan as plan;
 use smtlab_store::{RunStatus, Store};
+use smtlab_types::extras::dsm;
 use smtlab_types::{Comm, Model, PolicySpec, Program, ResourceUsage, RunSpec, Spawn};
 
 use super::program_args::param_map;
@@ -274,10 +275,10 @@ fn summary(
         report.ranks,
         launcher.launcher,
         report.wall_s,
-        n("messages"),
-        n("getp"),
-        n("locks"),
-        n("barriers"),
-        n("retransmissions"),
+        n(dsm::MESSAGES),
+        n(dsm::GETP),
+        n(dsm::LOCKS),
+        n(dsm::BARRIERS),
+        n(dsm::RETRANSMISSIONS),
     )
 }
