@@ -26,7 +26,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use smtlab_stats::percentile;
@@ -122,9 +122,52 @@ fn geomean(v: &[f64]) -> f64 {
 }
 
 fn main() {
+    let lib = build_smtalloc();
+    let allocs = installed_allocs();
+    let rounds = common::count_from_env("ALLOC_GOALS_ROUNDS", DEFAULT_ROUNDS);
+    let machine = common::machine();
+    println!("machine: {machine}");
+    let dir = tempfile::tempdir().unwrap();
+    let m = measure(dir.path(), &allocs, rounds);
+    print_tables(&m.runs, &allocs, rounds);
+    let mut goals = Goals::default();
+    println!();
+    throughput_and_rss_goals(&mut goals, &m.runs);
+    foreign_share_goal(&mut goals, &m.probe, &allocs);
+    let coverage = huge_page_coverage(&lib, dir.path());
+    goals.judge(
+        "huge-page coverage of smtalloc's heap (steady state)",
+        coverage,
+        |v| v >= 0.9,
+        ">= 0.9",
+    );
+    let jbb_pairs = jbb_goal(&mut goals, &m.jbb_goal);
+    let rows: Vec<serde_json::Value> = m
+        .runs
+        .iter()
+        .flat_map(|(w, m)| {
+            m.iter().map(move |(a, x)| {
+                serde_json::json!({"alloc": a, "workload": w,
+                    "throughput": x.point["median"],
+                    "per_round": x.per_round.values().collect::<Vec<_>>(),
+                    "smtalloc_over_this": paired_ratio(m, "smtalloc", a),
+                    "peak_rss_kb": x.point["peak_rss_kb"]})
+            })
+        })
+        .collect();
+    common::write_results(
+        "alloc_goals",
+        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows,
+            "goals": goals.verdicts, "jbb_goal_pairs": jbb_pairs,
+            "core_round_trip_ns": m.round_trips}),
+    );
+}
+
+/// Build libsmtalloc.so in this profile, where smtlab finds it (next to
+/// itself); its path.
+fn build_smtalloc() -> PathBuf {
     let bin = env!("CARGO_BIN_EXE_smtlab");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    // smtlab finds libsmtalloc.so next to itself: build it in this profile.
     let st = Command::new(&cargo)
         .args(["build", "--release", "-p", "smtalloc-preload"])
         .status()
@@ -132,8 +175,13 @@ fn main() {
     assert!(st.success(), "building libsmtalloc.so");
     let lib = Path::new(bin).with_file_name("libsmtalloc.so");
     assert!(lib.is_file(), "{} was not built", lib.display());
+    lib
+}
 
-    let allocs: Vec<&str> = ["glibc", "mimalloc", "jemalloc", "tcmalloc", "smtalloc"]
+/// The allocators compared: those installed here, and smtalloc (just
+/// built); each one missing is said.
+fn installed_allocs() -> Vec<&'static str> {
+    ["glibc", "mimalloc", "jemalloc", "tcmalloc", "smtalloc"]
         .into_iter()
         .filter(|a| {
             let ok = smtlab_allocators::find_allocator(a).is_ok() || *a == "smtalloc";
@@ -142,28 +190,39 @@ fn main() {
             }
             ok
         })
-        .collect();
-    let rounds = common::count_from_env("ALLOC_GOALS_ROUNDS", DEFAULT_ROUNDS);
-    let machine = common::machine();
-    println!("machine: {machine}");
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("goals.db");
-    // workload -> allocator -> what it measured.
+        .collect()
+}
+
+/// Everything the bench runs through smtlab: each workload's paired run,
+/// jbb's goal run, the migrating-threads probe, and the VM's core round
+/// trip between them.
+struct AllRuns {
+    /// workload -> allocator -> what it measured.
+    runs: BTreeMap<&'static str, BTreeMap<String, Measured>>,
+    jbb_goal: BTreeMap<String, Measured>,
+    probe: BTreeMap<String, Measured>,
+    /// The VM's state before and after each workload (see common).
+    round_trips: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Run every workload over `allocs`, `rounds` interleaved rounds each,
+/// then jbb's goal run and the probe, saying as it goes.
+fn measure(dir: &Path, allocs: &[&str], rounds: usize) -> AllRuns {
+    let db = dir.join("goals.db");
     let mut runs: BTreeMap<&str, BTreeMap<String, Measured>> = BTreeMap::new();
-    // The VM's state before and after each workload (see common).
     let mut round_trips = serde_json::Map::new();
-    let before = common::core_round_trip(dir.path());
+    let before = common::core_round_trip(dir);
     println!("{}", common::show_round_trip("at the start", before));
     round_trips.insert("start".into(), before.into());
     for w in BENCHMARKS {
-        runs.insert(w, paired_run(&db, &["-w", w], &allocs, rounds));
-        let rt = common::core_round_trip(dir.path());
+        runs.insert(w, paired_run(&db, &["-w", w], allocs, rounds));
+        let rt = common::core_round_trip(dir);
         println!("{w} done; {}", common::show_round_trip("after it", rt));
         round_trips.insert(w.into(), rt.into());
     }
     runs.insert(
         "jbb",
-        paired_run(&db, &["-w", "jbb", "--param", "seed=1"], &allocs, rounds),
+        paired_run(&db, &["-w", "jbb", "--param", "seed=1"], allocs, rounds),
     );
     // jbb's goal has the smallest margin against its noise: one jbb sample
     // differs from the next by up to 10% on these VMs, so 9 pairs left
@@ -179,16 +238,26 @@ fn main() {
     let probe = paired_run(
         &db,
         &["-w", "allocprobe", "--param", "migrate=1"],
-        &allocs,
+        allocs,
         3,
     );
+    AllRuns {
+        runs,
+        jbb_goal,
+        probe,
+        round_trips,
+    }
+}
 
+/// The two tables: each workload's median throughput per allocator, and
+/// smtalloc's paired ratio to each.
+fn print_tables(runs: &BTreeMap<&str, BTreeMap<String, Measured>>, allocs: &[&str], rounds: usize) {
     println!(
         "\nmedian throughput (ops/s; transactions/s for jbb), {rounds} interleaved rounds\n{:<14} {}",
         "workload",
         allocs.iter().map(|a| format!("{a:>12}")).collect::<String>()
     );
-    for (w, m) in &runs {
+    for (w, m) in runs {
         let cells: String = allocs
             .iter()
             .map(|a| {
@@ -206,7 +275,7 @@ fn main() {
             .map(|a| format!("{a:>12}"))
             .collect::<String>()
     );
-    for (w, m) in &runs {
+    for (w, m) in runs {
         let cells: String = allocs
             .iter()
             .map(|a| {
@@ -218,6 +287,34 @@ fn main() {
             .collect();
         println!("{w:<14} {cells}");
     }
+}
+
+/// The goals judged so far, as the results file holds them.
+#[derive(Default)]
+struct Goals {
+    verdicts: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Goals {
+    /// Print a goal's line (its value, target and verdict) and keep it.
+    fn judge(&mut self, name: &str, value: Option<f64>, ok: fn(f64) -> bool, target: &str) {
+        let shown = value.map_or("not measured".to_string(), |v| format!("{v:.3}"));
+        let verdict = match value {
+            Some(v) if ok(v) => "met",
+            Some(_) => "MISSED",
+            None => "not measured",
+        };
+        println!("{name:<52} {shown:>12}  target {target:<8} {verdict}");
+        self.verdicts.insert(
+            name.to_string(),
+            serde_json::json!({"value": value, "target": target, "verdict": verdict}),
+        );
+    }
+}
+
+/// Throughput against mimalloc and glibc, peak RSS against jemalloc: the
+/// geometric means over the allocation benchmarks.
+fn throughput_and_rss_goals(goals: &mut Goals, runs: &BTreeMap<&str, BTreeMap<String, Measured>>) {
     let over = |b: &str| -> Option<f64> {
         let r: Vec<f64> = BENCHMARKS
             .iter()
@@ -233,60 +330,48 @@ fn main() {
             .collect::<Option<_>>()?;
         Some(geomean(&r))
     };
-    let mut goals = serde_json::Map::new();
-    let mut goal = |name: &str, value: Option<f64>, ok: fn(f64) -> bool, target: &str| {
-        let shown = value.map_or("not measured".to_string(), |v| format!("{v:.3}"));
-        let verdict = match value {
-            Some(v) if ok(v) => "met",
-            Some(_) => "MISSED",
-            None => "not measured",
-        };
-        println!("{name:<52} {shown:>12}  target {target:<8} {verdict}");
-        goals.insert(
-            name.to_string(),
-            serde_json::json!({"value": value, "target": target, "verdict": verdict}),
-        );
-    };
-    println!();
-    goal(
+    goals.judge(
         "throughput smtalloc / mimalloc (geomean, 2 threads)",
         over("mimalloc"),
         |v| v >= 0.9,
         ">= 0.9",
     );
-    goal(
+    goals.judge(
         "throughput smtalloc / glibc (geomean, 2 threads)",
         over("glibc"),
         |v| v >= 1.5,
         ">= 1.5",
     );
-    goal(
+    goals.judge(
         "peak RSS smtalloc / jemalloc (geomean)",
         rss_over("jemalloc"),
         |v| v <= 1.2,
         "<= 1.2",
     );
+}
+
+/// smtalloc's foreign share with migrating threads, and every
+/// allocator's beside it.
+fn foreign_share_goal(goals: &mut Goals, probe: &BTreeMap<String, Measured>, allocs: &[&str]) {
     let foreign = |a: &str| probe.get(a)?.point["extras"]["foreign_share"].as_f64();
-    goal(
+    goals.judge(
         "foreign share, smtalloc, migrating threads",
         foreign("smtalloc"),
         |v| v <= 0.01,
         "<= 0.01",
     );
-    for a in &allocs {
+    for a in allocs {
         if let Some(v) = foreign(a) {
             println!("  foreign share with migrating threads, {a}: {v:.4}");
         }
     }
-    let coverage = huge_page_coverage(&lib, dir.path());
-    goal(
-        "huge-page coverage of smtalloc's heap (steady state)",
-        coverage,
-        |v| v >= 0.9,
-        ">= 0.9",
-    );
-    let jbb_pairs = paired_ratios(&jbb_goal, "smtalloc", "glibc");
-    goal(
+}
+
+/// jbb's goal from its own run (the median of its paired ratios), with
+/// their quartiles; the ratios, for the results file.
+fn jbb_goal(goals: &mut Goals, jbb_goal: &BTreeMap<String, Measured>) -> Vec<f64> {
+    let jbb_pairs = paired_ratios(jbb_goal, "smtalloc", "glibc");
+    goals.judge(
         "jbb thread model, smtalloc / glibc",
         (!jbb_pairs.is_empty()).then(|| common::median(jbb_pairs.clone())),
         |v| v >= 1.0,
@@ -301,23 +386,7 @@ fn main() {
             jbb_pairs.len()
         );
     }
-    let rows: Vec<serde_json::Value> = runs
-        .iter()
-        .flat_map(|(w, m)| {
-            m.iter().map(move |(a, x)| {
-                serde_json::json!({"alloc": a, "workload": w,
-                    "throughput": x.point["median"],
-                    "per_round": x.per_round.values().collect::<Vec<_>>(),
-                    "smtalloc_over_this": paired_ratio(m, "smtalloc", a),
-                    "peak_rss_kb": x.point["peak_rss_kb"]})
-            })
-        })
-        .collect();
-    common::write_results(
-        "alloc_goals",
-        &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows, "goals": goals,
-            "jbb_goal_pairs": jbb_pairs, "core_round_trip_ns": round_trips}),
-    );
+    jbb_pairs
 }
 
 /// The share of smtalloc's arena RSS in huge pages after a 2-thread churn

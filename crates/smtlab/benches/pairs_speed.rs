@@ -225,6 +225,10 @@ fn mib(x: Option<f64>) -> String {
     x.map_or("?".into(), |m| format!("{m:.0} MiB"))
 }
 
+/// One case of the end-to-end table: the matrix file, `--trials` (`None`:
+/// the default) and the target in seconds.
+type Case<'a> = (&'a Path, Option<u64>, f64);
+
 fn main() {
     println!("pairs_speed: `smtlab pairs` end to end (issue 29), and the analysis (issue 16)");
     println!("machine: {}", common::machine());
@@ -235,31 +239,54 @@ fn main() {
     // The command's work, end to end.
     let m500 = write_csv(tmp.path(), 500, 2);
     let m2000 = write_csv(tmp.path(), 2000, 3);
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_smtlab"));
-    let older = std::env::var_os("PAIRS_SPEED_COMPARE").map(PathBuf::from);
-    let timeout: f64 = std::env::var("PAIRS_SPEED_TIMEOUT")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(150.0);
     println!(
         "matrices: 500 and 2,000 programs, WS 0.8..2.0 (seeded), {} and {} MB of CSV",
         std::fs::metadata(&m500).map_or(0, |m| m.len() >> 20),
         std::fs::metadata(&m2000).map_or(0, |m| m.len() >> 20)
     );
-    println!(
-        "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  target",
-        "in process (s)", "parse", "exact", "draws", "json", "total", "peak RSS"
-    );
-    let cases: [(&Path, Option<u64>, f64); 4] = [
+    let cases: [Case; 4] = [
         (&m500, Some(1), 1.0),
         (&m500, None, 5.0),
         (&m2000, Some(1), 30.0),
         (&m2000, None, 30.0),
     ];
+    let (runs, in_process_ok) = in_process(&cases);
+    let (commands, command_ok) = as_a_user_runs_it(&cases);
+    print_memory();
+
+    // Issue 16's targets.
+    let m26 = matrix(26, 1);
+    let (t26, t26_worst) = exact_best(&m26);
+    let draws = random_draws(&m26);
+    let pass = in_process_ok && command_ok && t26 < 0.010 && draws.dn < 2.0;
+    let rt_after = common::core_round_trip(tmp.path());
+    println!("{}", common::show_round_trip("after", rt_after));
+
+    common::write_results(
+        "pairs_speed",
+        &serde_json::json!({
+            "machine": common::machine(),
+            "end_to_end": runs, "command": commands,
+            "exact_26_s": t26, "exact_26_worst_s": t26_worst,
+            "random_10m_s": draws.dn, "random_10m_one_thread_s": draws.d1,
+            "threads": draws.threads,
+            "random_speedup": draws.speedup, "control_speedup": draws.ceiling,
+            "core_round_trip_ns": [rt_before, rt_after],
+            "pass": pass,
+        }),
+    );
+}
+
+/// The command's work in this process, each case timed by stage and
+/// printed against its target: the runs, and whether all met it.
+fn in_process(cases: &[Case]) -> (Vec<Run>, bool) {
+    println!(
+        "{:<34} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  target",
+        "in process (s)", "parse", "exact", "draws", "json", "total", "peak RSS"
+    );
     let mut runs = Vec::new();
-    let mut commands = Vec::new();
     let mut pass = true;
-    for &(path, trials, target) in &cases {
+    for &(path, trials, target) in cases {
         let r = pipeline(path, trials);
         let ok = r.total_s <= target;
         pass &= ok;
@@ -283,8 +310,23 @@ fn main() {
         );
         runs.push(r);
     }
+    (runs, pass)
+}
+
+/// The built command on each case, beside an older build when
+/// `PAIRS_SPEED_COMPARE` names one, printed against its target: a row
+/// each for the results file, and whether all met it.
+fn as_a_user_runs_it(cases: &[Case]) -> (Vec<serde_json::Value>, bool) {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_smtlab"));
+    let older = std::env::var_os("PAIRS_SPEED_COMPARE").map(PathBuf::from);
+    let timeout: f64 = std::env::var("PAIRS_SPEED_TIMEOUT")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(150.0);
+    let mut commands = Vec::new();
+    let mut pass = true;
     println!("the command itself (smtlab pairs FILE > /dev/null), peak RSS sampled every 10 ms:");
-    for &(path, trials, target) in &cases {
+    for &(path, trials, target) in cases {
         let label = format!(
             "{} {}",
             path.file_name().unwrap_or_default().to_string_lossy(),
@@ -314,6 +356,11 @@ fn main() {
             "older_peak_rss_mib": old.as_ref().map(|o| o.map(|(_, r)| r)),
         }));
     }
+    (commands, pass)
+}
+
+/// What 500 and 2,000 programs take in memory, by structure.
+fn print_memory() {
     for n in [500usize, 2000] {
         let n2 = (n * n) as f64 / (1 << 20) as f64;
         println!(
@@ -325,17 +372,19 @@ fn main() {
             8.0 * n2
         );
     }
+}
 
-    // Issue 16's targets.
-    let m26 = matrix(26, 1);
+/// The exact best and worst schedules of `m26`, medians of 21, printed:
+/// (best, worst) in seconds.
+fn exact_best(m26: &Matrix) -> (f64, f64) {
     let t26 = common::median(
         (0..21)
-            .map(|_| seconds(|| drop(std::hint::black_box(matching::best(&m26)))))
+            .map(|_| seconds(|| drop(std::hint::black_box(matching::best(m26)))))
             .collect(),
     );
     let t26_worst = common::median(
         (0..21)
-            .map(|_| seconds(|| drop(std::hint::black_box(matching::worst(&m26)))))
+            .map(|_| seconds(|| drop(std::hint::black_box(matching::worst(m26)))))
             .collect(),
     );
     println!(
@@ -344,7 +393,26 @@ fn main() {
         verdict(t26 < 0.010),
         t26_worst * 1e3
     );
-    let (lo, hi) = (matching::worst(&m26).speedup, matching::best(&m26).speedup);
+    (t26, t26_worst)
+}
+
+/// The random draws on every core against one thread, and the control's
+/// ceiling for that speedup (medians of [`ROUNDS`]), as the results file
+/// holds them.
+struct Draws {
+    threads: usize,
+    /// The draws on one thread and on every core, s.
+    d1: f64,
+    dn: f64,
+    speedup: f64,
+    ceiling: f64,
+}
+
+/// Time 10 million random pairings of `m26` on one thread and on every
+/// core, beside the control, rounds interleaving the four; check both
+/// give the same draws; print the speedup and its ceiling.
+fn random_draws(m26: &Matrix) -> Draws {
+    let (lo, hi) = (matching::worst(m26).speedup, matching::best(m26).speedup);
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     let (mut c1, mut cn, mut d1, mut dn) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
@@ -352,11 +420,11 @@ fn main() {
         cn.push(seconds(|| spin(threads as u64, threads as u64)));
         let mut one = None;
         d1.push(seconds(|| {
-            one = Some(random::distribution_on(&m26, TRIALS, 3, lo, hi, 1))
+            one = Some(random::distribution_on(m26, TRIALS, 3, lo, hi, 1))
         }));
         let mut all = None;
         dn.push(seconds(|| {
-            all = Some(random::distribution_on(&m26, TRIALS, 3, lo, hi, threads))
+            all = Some(random::distribution_on(m26, TRIALS, 3, lo, hi, threads))
         }));
         assert_eq!(one, all, "the same draws on any number of threads");
     }
@@ -380,20 +448,11 @@ fn main() {
          {ceiling:.2}x; the draws reach {:.0}% of it",
         speedup / ceiling * 100.0
     );
-    pass &= t26 < 0.010 && dn < 2.0;
-    let rt_after = common::core_round_trip(tmp.path());
-    println!("{}", common::show_round_trip("after", rt_after));
-
-    common::write_results(
-        "pairs_speed",
-        &serde_json::json!({
-            "machine": common::machine(),
-            "end_to_end": runs, "command": commands,
-            "exact_26_s": t26, "exact_26_worst_s": t26_worst,
-            "random_10m_s": dn, "random_10m_one_thread_s": d1, "threads": threads,
-            "random_speedup": speedup, "control_speedup": ceiling,
-            "core_round_trip_ns": [rt_before, rt_after],
-            "pass": pass,
-        }),
-    );
+    Draws {
+        threads,
+        d1,
+        dn,
+        speedup,
+        ceiling,
+    }
 }

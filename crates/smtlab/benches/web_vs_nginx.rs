@@ -276,6 +276,50 @@ fn mix_files(dir: &Path, set: &FileSet) -> (PathBuf, PathBuf) {
     (urls, script)
 }
 
+/// The figures every round adds to: requests/s and the clients' CPU µs
+/// per request by (load, server, client), and smtlab load's CPU share by
+/// (load, server).
+#[derive(Default)]
+struct Rounds {
+    results: Measured,
+    costs: Measured,
+    shares: Vec<((usize, &'static str), Vec<f64>)>,
+}
+
+/// Add `v` to `key`'s series, a new one at the end the first time.
+fn record<K: PartialEq>(series: &mut Vec<(K, Vec<f64>)>, key: K, v: f64) {
+    match series.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, vs)) => vs.push(v),
+        None => series.push((key, vec![v])),
+    }
+}
+
+/// The median of `key`'s series; NaN when it has none.
+fn median_of<K: PartialEq>(series: &[(K, Vec<f64>)], key: K) -> f64 {
+    series
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(f64::NAN, |(_, v)| common::median(v.clone()))
+}
+
+/// Per-round ratios a/b: their median and quartiles.
+fn paired(a: Vec<f64>, b: Vec<f64>) -> (f64, f64, f64) {
+    let mut r: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
+    r.sort_by(f64::total_cmp);
+    let q = |p: f64| r[((r.len() - 1) as f64 * p).round() as usize];
+    (common::median(r.clone()), q(0.25), q(0.75))
+}
+
+/// What the bench measures with: the CPUs of each side, the connections,
+/// the seconds of a measurement, the rounds.
+struct Setup {
+    server_cpus: Vec<u32>,
+    client_cpus: Vec<u32>,
+    connections: usize,
+    seconds: u64,
+    rounds: usize,
+}
+
 fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let workers = common::count_from_env("SMTLAB_BENCH_WORKERS", 1) as u32;
@@ -283,23 +327,16 @@ fn main() {
     let seconds = common::count_from_env("SMTLAB_BENCH_SECONDS", 1) as u64;
     let rounds = common::count_from_env("SMTLAB_BENCH_ROUNDS", 15);
     println!("web_vs_nginx on {}", common::machine());
-    let Some(nginx_exe) = nginx::find() else {
-        println!("skipped: {}", nginx::missing_reason());
+    let Some(nginx_exe) = what_is_missing(workers, cpus) else {
         return;
     };
-    if Command::new("wrk").arg("--version").output().is_err() {
-        println!("skipped: wrk is not installed (Debian: apt-get install wrk)");
-        return;
-    }
-    if workers >= cpus {
-        println!(
-            "skipped: {workers} server workers leave no CPU for the client on {cpus} CPUs \
-             (SMTLAB_BENCH_WORKERS)"
-        );
-        return;
-    }
-    let server_cpus: Vec<u32> = (0..workers).collect();
-    let client_cpus: Vec<u32> = (workers..cpus).collect();
+    let setup = Setup {
+        server_cpus: (0..workers).collect(),
+        client_cpus: (workers..cpus).collect(),
+        connections,
+        seconds,
+        rounds,
+    };
     let tmp = tempfile::tempdir().unwrap();
     let set = FileSet::with_dirs(10).unwrap();
     let root = tmp.path().join("root");
@@ -320,22 +357,61 @@ fn main() {
     println!(
         "servers on CPUs {}, clients on CPUs {}, {connections} keep-alive connections, {seconds} s \
          per measurement, {rounds} rounds",
-        cpu_list(&server_cpus),
-        cpu_list(&client_cpus)
+        cpu_list(&setup.server_cpus),
+        cpu_list(&setup.client_cpus)
     );
-    // (load, server, client) -> requests/s per round; client CPU shares.
-    let mut results: Measured = Vec::new();
-    // The clients' CPU µs per request, the same way.
-    let mut costs: Measured = Vec::new();
-    let mut shares: Vec<((usize, &str), Vec<f64>)> = Vec::new();
-    let mut push = |key: (usize, &'static str, &'static str), v: f64| match results
-        .iter_mut()
-        .find(|(k, _)| *k == key)
-    {
-        Some((_, vs)) => vs.push(v),
-        None => results.push((key, vec![v])),
+    let measured = measure_rounds(&setup, &nginx_exe, &root, &loads);
+    let mut doc_loads = Vec::new();
+    let mut all_met = true;
+    println!();
+    for (li, load) in loads.iter().enumerate() {
+        let (doc, met) = judge_load(li, load, &measured);
+        all_met &= met;
+        doc_loads.push(doc);
+    }
+    let doc = serde_json::json!({
+        "machine": common::machine(),
+        "server_cpus": setup.server_cpus,
+        "client_cpus": setup.client_cpus,
+        "connections": connections,
+        "seconds": seconds,
+        "rounds": rounds,
+        "loads": doc_loads,
+        "all_targets_met": all_met,
+        "raw": measured.results.iter().map(|((li, s, c), v)| serde_json::json!({
+            "load": loads[*li].name, "server": s, "client": c, "req_s": v,
+        })).collect::<Vec<_>>(),
+    });
+    common::write_results("web_vs_nginx", &doc);
+    println!("\nall targets met: {all_met} (target/bench-results/web_vs_nginx.json)");
+}
+
+/// nginx's path, or `None` (the reason printed) where nginx or wrk is
+/// missing or the server workers leave the client no CPU.
+fn what_is_missing(workers: u32, cpus: u32) -> Option<PathBuf> {
+    let Some(nginx_exe) = nginx::find() else {
+        println!("skipped: {}", nginx::missing_reason());
+        return None;
     };
-    for round in 0..rounds {
+    if Command::new("wrk").arg("--version").output().is_err() {
+        println!("skipped: wrk is not installed (Debian: apt-get install wrk)");
+        return None;
+    }
+    if workers >= cpus {
+        println!(
+            "skipped: {workers} server workers leave no CPU for the client on {cpus} CPUs \
+             (SMTLAB_BENCH_WORKERS)"
+        );
+        return None;
+    }
+    Some(nginx_exe)
+}
+
+/// Every round: each load, each server started afresh, each client
+/// driving it, in an order that alternates between rounds; a line each.
+fn measure_rounds(setup: &Setup, nginx_exe: &Path, root: &Path, loads: &[Load]) -> Rounds {
+    let mut m = Rounds::default();
+    for round in 0..setup.rounds {
         let servers: [&'static str; 2] = if round % 2 == 0 {
             ["web", "nginx"]
         } else {
@@ -344,8 +420,8 @@ fn main() {
         for (li, load) in loads.iter().enumerate() {
             for server in servers {
                 let s = match server {
-                    "web" => start_web(&root, &server_cpus),
-                    _ => start_nginx(&nginx_exe, &root, &server_cpus),
+                    "web" => start_web(root, &setup.server_cpus),
+                    _ => start_nginx(nginx_exe, root, &setup.server_cpus),
                 };
                 let clients: [&'static str; 2] = if round % 2 == 0 {
                     ["smtlab", "wrk"]
@@ -353,143 +429,121 @@ fn main() {
                     ["wrk", "smtlab"]
                 };
                 for client in clients {
-                    let (v, cpu) = if client == "smtlab" {
-                        let (v, share, cpu) =
-                            smtlab_load(s.addr, load, connections, seconds, &client_cpus);
-                        match shares.iter_mut().find(|(k, _)| *k == (li, server)) {
-                            Some((_, vs)) => vs.push(share),
-                            None => shares.push(((li, server), vec![share])),
-                        }
-                        (v, cpu)
-                    } else {
-                        wrk(s.addr, load, connections, seconds, &client_cpus)
-                    };
-                    match costs.iter_mut().find(|(k, _)| *k == (li, server, client)) {
-                        Some((_, vs)) => vs.push(cpu),
-                        None => costs.push(((li, server, client), vec![cpu])),
-                    }
+                    let (v, cpu) = drive(setup, s.addr, load, client, |share| {
+                        record(&mut m.shares, (li, server), share);
+                    });
+                    record(&mut m.costs, (li, server, client), cpu);
                     println!(
                         "round {round}: {:<13} {server:<5} driven by {client:<6} {v:>10.0} req/s",
                         load.name
                     );
-                    push((li, server, client), v);
+                    record(&mut m.results, (li, server, client), v);
                 }
             }
         }
     }
-    let series = |li: usize, server: &str, client: &str| -> Vec<f64> {
-        results
+    m
+}
+
+/// One measurement of `client` driving the server at `addr`: (requests/s,
+/// the client's CPU µs per request); smtlab load's CPU share goes to
+/// `share`.
+fn drive(
+    setup: &Setup,
+    addr: SocketAddr,
+    load: &Load,
+    client: &str,
+    share: impl FnOnce(f64),
+) -> (f64, f64) {
+    let (connections, seconds, cpus) = (setup.connections, setup.seconds, &setup.client_cpus);
+    if client == "smtlab" {
+        let (v, s, cpu) = smtlab_load(addr, load, connections, seconds, cpus);
+        share(s);
+        (v, cpu)
+    } else {
+        wrk(addr, load, connections, seconds, cpus)
+    }
+}
+
+/// One load's medians and paired ratios, printed against the targets: its
+/// entry in the results file, and whether both targets were met.
+fn judge_load(li: usize, load: &Load, m: &Rounds) -> (serde_json::Value, bool) {
+    let series = |server: &str, client: &str| -> Vec<f64> {
+        m.results
             .iter()
             .find(|(k, _)| *k == (li, server, client))
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
     };
-    let med = |li: usize, server: &str, client: &str| common::median(series(li, server, client));
-    // Per-round ratios a/b, their median and quartiles.
-    let paired = |a: Vec<f64>, b: Vec<f64>| -> (f64, f64, f64) {
-        let mut r: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x / y).collect();
-        r.sort_by(f64::total_cmp);
-        let q = |p: f64| r[((r.len() - 1) as f64 * p).round() as usize];
-        (common::median(r.clone()), q(0.25), q(0.75))
-    };
-    let mut doc_loads = Vec::new();
-    let mut all_met = true;
-    println!();
-    for (li, load) in loads.iter().enumerate() {
-        let (web_s, nginx_s) = (med(li, "web", "smtlab"), med(li, "nginx", "smtlab"));
-        let (web_w, nginx_w) = (med(li, "web", "wrk"), med(li, "nginx", "wrk"));
-        let share = |server: &str| {
-            shares
-                .iter()
-                .find(|(k, _)| *k == (li, server))
-                .map_or(f64::NAN, |(_, v)| common::median(v.clone()))
-        };
-        let server = paired(series(li, "web", "smtlab"), series(li, "nginx", "smtlab"));
-        let server_wrk = paired(series(li, "web", "wrk"), series(li, "nginx", "wrk"));
-        let load_vs_wrk = paired(series(li, "nginx", "smtlab"), series(li, "nginx", "wrk"));
-        let cost = |server: &str, client: &str| {
-            costs
-                .iter()
-                .find(|(k, _)| *k == (li, server, client))
-                .map_or(f64::NAN, |(_, v)| common::median(v.clone()))
-        };
-        let cost_ratio = cost("nginx", "smtlab") / cost("nginx", "wrk");
-        let met_server = server.0 >= 1.0;
-        // Against one nginx worker both clients reach nginx's ceiling (its
-        // CPU busy, theirs not): the requests/s are nginx's, not the
-        // clients'. Then the client's own capacity shows in its CPU per
-        // request: no more than wrk's means at least wrk's requests/s
-        // wherever the client is the limit.
-        let within = (load_vs_wrk.0 - 1.0).abs() <= 0.05;
-        let server_bound = share("nginx") < smtlab_web::load::CLIENT_BOUND_SHARE;
-        let met_load = within && (load_vs_wrk.0 >= 1.0 || (server_bound && cost_ratio <= 1.0));
-        all_met &= met_server && met_load;
-        println!("{}:", load.name);
-        println!(
-            "  event / nginx, driven by smtlab load: {:.3} (quartiles {:.3}-{:.3}; medians {web_s:.0} \
-             vs {nginx_s:.0} req/s): target >= 1.00 {}",
-            server.0,
-            server.1,
-            server.2,
-            if met_server { "met" } else { "NOT met" }
-        );
-        println!(
-            "  event / nginx, driven by wrk: {:.3} (quartiles {:.3}-{:.3}; {web_w:.0} vs {nginx_w:.0} \
-             req/s)",
-            server_wrk.0, server_wrk.1, server_wrk.2
-        );
-        println!(
-            "  against nginx, smtlab load / wrk: {:.3} (quartiles {:.3}-{:.3}; {nginx_s:.0} vs \
-             {nginx_w:.0} req/s): target >= 1.00 (or, with nginx the limit, no more client CPU \
-             per request than wrk) and within 5% {}; smtlab load's CPUs {:.0}% busy (web), {:.0}% \
-             (nginx)",
-            load_vs_wrk.0,
-            load_vs_wrk.1,
-            load_vs_wrk.2,
-            if met_load { "met" } else { "NOT met" },
-            share("web") * 100.0,
-            share("nginx") * 100.0
-        );
-        println!(
-            "  client CPU per request against nginx: smtlab load {:.1} µs (bodies checked), wrk \
-             {:.1} µs (not checked): {cost_ratio:.3} of wrk's, so where the client is the limit \
-             smtlab load drives {:.2}x wrk's requests/s",
-            cost("nginx", "smtlab"),
-            cost("nginx", "wrk"),
-            1.0 / cost_ratio
-        );
-        doc_loads.push(serde_json::json!({
-            "client_cpu_us_per_req_smtlab": cost("nginx", "smtlab"),
-            "client_cpu_us_per_req_wrk": cost("nginx", "wrk"),
-            "load": load.name,
-            "web_smtlab_req_s": web_s,
-            "nginx_smtlab_req_s": nginx_s,
-            "web_wrk_req_s": web_w,
-            "nginx_wrk_req_s": nginx_w,
-            "web_vs_nginx": server.0,
-            "web_vs_nginx_quartiles": [server.1, server.2],
-            "web_vs_nginx_wrk": server_wrk.0,
-            "load_vs_wrk": load_vs_wrk.0,
-            "load_vs_wrk_quartiles": [load_vs_wrk.1, load_vs_wrk.2],
-            "client_cpu_share_web": share("web"),
-            "client_cpu_share_nginx": share("nginx"),
-            "server_target_met": met_server,
-            "load_target_met": met_load,
-        }));
-    }
+    let med = |server: &str, client: &str| common::median(series(server, client));
+    let (web_s, nginx_s) = (med("web", "smtlab"), med("nginx", "smtlab"));
+    let (web_w, nginx_w) = (med("web", "wrk"), med("nginx", "wrk"));
+    let share = |server: &str| median_of(&m.shares, (li, server));
+    let server = paired(series("web", "smtlab"), series("nginx", "smtlab"));
+    let server_wrk = paired(series("web", "wrk"), series("nginx", "wrk"));
+    let load_vs_wrk = paired(series("nginx", "smtlab"), series("nginx", "wrk"));
+    let cost = |server: &str, client: &str| median_of(&m.costs, (li, server, client));
+    let cost_ratio = cost("nginx", "smtlab") / cost("nginx", "wrk");
+    let met_server = server.0 >= 1.0;
+    // Against one nginx worker both clients reach nginx's ceiling (its
+    // CPU busy, theirs not): the requests/s are nginx's, not the
+    // clients'. Then the client's own capacity shows in its CPU per
+    // request: no more than wrk's means at least wrk's requests/s
+    // wherever the client is the limit.
+    let within = (load_vs_wrk.0 - 1.0).abs() <= 0.05;
+    let server_bound = share("nginx") < smtlab_web::load::CLIENT_BOUND_SHARE;
+    let met_load = within && (load_vs_wrk.0 >= 1.0 || (server_bound && cost_ratio <= 1.0));
+    println!("{}:", load.name);
+    println!(
+        "  event / nginx, driven by smtlab load: {:.3} (quartiles {:.3}-{:.3}; medians {web_s:.0} \
+         vs {nginx_s:.0} req/s): target >= 1.00 {}",
+        server.0,
+        server.1,
+        server.2,
+        if met_server { "met" } else { "NOT met" }
+    );
+    println!(
+        "  event / nginx, driven by wrk: {:.3} (quartiles {:.3}-{:.3}; {web_w:.0} vs {nginx_w:.0} \
+         req/s)",
+        server_wrk.0, server_wrk.1, server_wrk.2
+    );
+    println!(
+        "  against nginx, smtlab load / wrk: {:.3} (quartiles {:.3}-{:.3}; {nginx_s:.0} vs \
+         {nginx_w:.0} req/s): target >= 1.00 (or, with nginx the limit, no more client CPU \
+         per request than wrk) and within 5% {}; smtlab load's CPUs {:.0}% busy (web), {:.0}% \
+         (nginx)",
+        load_vs_wrk.0,
+        load_vs_wrk.1,
+        load_vs_wrk.2,
+        if met_load { "met" } else { "NOT met" },
+        share("web") * 100.0,
+        share("nginx") * 100.0
+    );
+    println!(
+        "  client CPU per request against nginx: smtlab load {:.1} µs (bodies checked), wrk \
+         {:.1} µs (not checked): {cost_ratio:.3} of wrk's, so where the client is the limit \
+         smtlab load drives {:.2}x wrk's requests/s",
+        cost("nginx", "smtlab"),
+        cost("nginx", "wrk"),
+        1.0 / cost_ratio
+    );
     let doc = serde_json::json!({
-        "machine": common::machine(),
-        "server_cpus": server_cpus,
-        "client_cpus": client_cpus,
-        "connections": connections,
-        "seconds": seconds,
-        "rounds": rounds,
-        "loads": doc_loads,
-        "all_targets_met": all_met,
-        "raw": results.iter().map(|((li, s, c), v)| serde_json::json!({
-            "load": loads[*li].name, "server": s, "client": c, "req_s": v,
-        })).collect::<Vec<_>>(),
+        "client_cpu_us_per_req_smtlab": cost("nginx", "smtlab"),
+        "client_cpu_us_per_req_wrk": cost("nginx", "wrk"),
+        "load": load.name,
+        "web_smtlab_req_s": web_s,
+        "nginx_smtlab_req_s": nginx_s,
+        "web_wrk_req_s": web_w,
+        "nginx_wrk_req_s": nginx_w,
+        "web_vs_nginx": server.0,
+        "web_vs_nginx_quartiles": [server.1, server.2],
+        "web_vs_nginx_wrk": server_wrk.0,
+        "load_vs_wrk": load_vs_wrk.0,
+        "load_vs_wrk_quartiles": [load_vs_wrk.1, load_vs_wrk.2],
+        "client_cpu_share_web": share("web"),
+        "client_cpu_share_nginx": share("nginx"),
+        "server_target_met": met_server,
+        "load_target_met": met_load,
     });
-    common::write_results("web_vs_nginx", &doc);
-    println!("\nall targets met: {all_met} (target/bench-results/web_vs_nginx.json)");
+    (doc, met_server && met_load)
 }
