@@ -9,6 +9,6 @@
 pub mod params;
 
 pub use params::{
-    check_params, max_region_pages, pages_of, region_pages, DsmParams, RanksFrom, MAX_LOSS,
-    MAX_RANKS,
+    check_params, max_region_pages, pages_of, region_pages, DsmParams, DsmPointParams, RanksFrom,
+    MAX_LOSS, MAX_RANKS,
 };

@@ -74,6 +74,47 @@ impl RanksFrom {
     }
 }
 
+/// A DSM point's parameters parsed: the application's and the DSM's.
+/// Parsed once (when a run is planned); each rank count of the plan is
+/// then checked against them ([`DsmPointParams::check_ranks`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DsmPointParams {
+    pub app: AppParams,
+    pub dsm: DsmParams,
+}
+
+impl DsmPointParams {
+    /// Parse application `app`'s parameters and the DSM's; the message
+    /// names the parameter at fault.
+    pub fn parse(app: &str, params: &BTreeMap<String, String>) -> Result<DsmPointParams, String> {
+        let app_params = app
+            .parse()
+            .map_err(|_| format!("--workload {app}: not a DSM application (sor, lu, tsp)"))?;
+        let app = AppParams::parse(app_params, params).map_err(|e| e.to_string())?;
+        let dsm = DsmParams::parse(params)?;
+        Ok(DsmPointParams { app, dsm })
+    }
+
+    /// Check a rank count (which `from` gave) against these parameters:
+    /// bounds, whole nodes, the region it makes.
+    pub fn check_ranks(&self, ranks: usize, from: RanksFrom) -> Result<(), String> {
+        let named = from.name(ranks);
+        if ranks < 2 {
+            return Err(format!("{named}: a DSM application needs at least 2 ranks"));
+        }
+        if ranks > MAX_RANKS {
+            return Err(format!("{named}: at most {MAX_RANKS} ranks"));
+        }
+        if ranks % self.dsm.per_node != 0 {
+            return Err(format!(
+                "{named}: with per_node={} the ranks must fill whole nodes (a multiple of {})",
+                self.dsm.per_node, self.dsm.per_node
+            ));
+        }
+        check_region(region_pages(&self.app, ranks), &self.app)
+    }
+}
+
 /// Check a DSM point's parameters (the application's and the DSM's) and
 /// its rank count (which `from` gave) before anything runs; the message
 /// names what is wrong.
@@ -83,25 +124,7 @@ pub fn check_params(
     ranks: usize,
     from: RanksFrom,
 ) -> Result<(), String> {
-    let app_params = app
-        .parse()
-        .map_err(|_| format!("--workload {app}: not a DSM application (sor, lu, tsp)"))?;
-    let app_params = AppParams::parse(app_params, params).map_err(|e| e.to_string())?;
-    let dsm = DsmParams::parse(params)?;
-    let named = from.name(ranks);
-    if ranks < 2 {
-        return Err(format!("{named}: a DSM application needs at least 2 ranks"));
-    }
-    if ranks > MAX_RANKS {
-        return Err(format!("{named}: at most {MAX_RANKS} ranks"));
-    }
-    if ranks % dsm.per_node != 0 {
-        return Err(format!(
-            "{named}: with per_node={} the ranks must fill whole nodes (a multiple of {})",
-            dsm.per_node, dsm.per_node
-        ));
-    }
-    check_region(region_pages(&app_params, ranks), &app_params)
+    DsmPointParams::parse(app, params)?.check_ranks(ranks, from)
 }
 
 /// The pages of the shared region a run of `app` on `ranks` ranks needs:
@@ -234,5 +257,21 @@ mod tests {
             e.starts_with("OMPI_COMM_WORLD_SIZE=3: with per_node=2"),
             "{e}"
         );
+    }
+
+    /// Planning parses a DSM point's parameters once and checks each rank
+    /// count of the sweep against them, with the messages `check_params`
+    /// gives.
+    #[test]
+    fn a_point_parsed_once_checks_each_rank_count() {
+        let p = DsmPointParams::parse("sor", &map(&[("per_node", "2"), ("loss", "0.1")])).unwrap();
+        assert_eq!((p.dsm.per_node, p.dsm.loss), (2, 0.1));
+        assert_eq!(p.check_ranks(4, RanksFrom::Threads), Ok(()));
+        let e = p.check_ranks(3, RanksFrom::Threads).unwrap_err();
+        assert!(e.starts_with("--threads 3: with per_node=2"), "{e}");
+        let e = DsmPointParams::parse("sor", &map(&[("loss", "2")])).unwrap_err();
+        assert!(e.starts_with("--param loss=2: "), "{e}");
+        let e = DsmPointParams::parse("fft", &map(&[])).unwrap_err();
+        assert_eq!(e, "--workload fft: not a DSM application (sor, lu, tsp)");
     }
 }
