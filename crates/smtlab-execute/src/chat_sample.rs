@@ -33,11 +33,13 @@ use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_serving::client_cpus;
 use smtlab_sys::ChildEnd;
 use smtlab_types::cpuset::CpuSet;
+use smtlab_types::extras::{self, chat};
 use smtlab_types::{CounterValue, Point, Sample, SampleStatus};
 
 use crate::context::SampleContext;
 use crate::error::{ExecError, ServerParamError};
-use crate::server::{self, Running};
+use crate::per_op_counters::counter_extras;
+use crate::server_lifecycle::{self as lifecycle, Running};
 use crate::watchdog::WatchedDir;
 
 /// The chat servers `-w` names.
@@ -227,14 +229,14 @@ pub(crate) fn run_inner(
     let plan = ctx.counters.then(CounterPlan::probe);
     let (mut running, counters) = start(point, server, &p, ctx, plan.as_ref())?;
     let counters = Arc::new(Mutex::new(counters));
-    let addr = match server::wait_ready(&mut running, server, ctx) {
+    let addr = match lifecycle::wait_ready(&mut running, server, ctx) {
         Ok(Some(a)) => a,
         Ok(None) => {
-            server::stop(&running, Signal::SIGKILL);
+            lifecycle::stop(&running, Signal::SIGKILL);
             return Ok(None);
         }
         Err(e) => {
-            server::stop(&running, Signal::SIGKILL);
+            lifecycle::stop(&running, Signal::SIGKILL);
             let err = running.stderr.join().unwrap_or_default();
             let err = err.trim().replace('\n', " | ");
             return Err(if err.is_empty() {
@@ -279,7 +281,7 @@ pub(crate) fn run_inner(
             let _ = ltx.send(chatload::run(&config));
         });
     if let Err(io) = loader {
-        server::stop(&running, Signal::SIGKILL);
+        lifecycle::stop(&running, Signal::SIGKILL);
         return Err(ExecError::LoadThread { io });
     }
     let mut interrupted = false;
@@ -306,7 +308,7 @@ pub(crate) fn run_inner(
     } else {
         STOP_LIMIT
     };
-    let ((end, usage), killed) = server::stop_within(&running, Signal::SIGTERM, limit);
+    let ((end, usage), killed) = lifecycle::stop_within(&running, Signal::SIGTERM, limit);
     if interrupted || ctx.stop.load(Ordering::SeqCst) {
         return Ok(None);
     }
@@ -416,7 +418,7 @@ fn start(
         cmd.arg(exe).args(conf.args());
         fixed = Some((listen, d));
     }
-    server::spawn(cmd, point, server, ctx, plan, fixed)
+    lifecycle::spawn(cmd, point, server, ctx, plan, fixed)
 }
 
 /// Why a sample failed, if it did: the server crashed or exited with an
@@ -443,7 +445,7 @@ fn judge(
         Some(ChildEnd::Signaled(_)) => {
             return Some((
                 SampleStatus::Crashed,
-                format!("the {server} server was {}{err}", server::describe(end)),
+                format!("the {server} server was {}{err}", lifecycle::describe(end)),
             ))
         }
         _ => {
@@ -451,7 +453,7 @@ fn judge(
                 SampleStatus::Failed,
                 format!(
                     "the {server} server stopped with {}{err}",
-                    server::describe(end)
+                    lifecycle::describe(end)
                 ),
             ))
         }
@@ -481,31 +483,31 @@ fn fill(
             0.0
         }
     };
-    x.insert("connections".into(), r.connections as f64);
-    x.insert("messages_sent".into(), r.sent as f64);
-    x.insert("deliveries".into(), r.deliveries as f64);
+    x.insert(chat::CONNECTIONS.into(), r.connections as f64);
+    x.insert(chat::MESSAGES_SENT.into(), r.sent as f64);
+    x.insert(chat::DELIVERIES.into(), r.deliveries as f64);
     if let [start, end] = phases {
         x.insert(
-            "server_user_us_per_msg".into(),
+            chat::SERVER_USER_US_PER_MSG.into(),
             per((end.user_s - start.user_s) * 1e6),
         );
         x.insert(
-            "server_sys_us_per_msg".into(),
+            chat::SERVER_SYS_US_PER_MSG.into(),
             per((end.sys_s - start.sys_s) * 1e6),
         );
         x.insert(
-            "voluntary_cs_per_msg".into(),
+            chat::VOLUNTARY_CS_PER_MSG.into(),
             per(end.voluntary_cs.saturating_sub(start.voluntary_cs) as f64),
         );
         x.insert(
-            "involuntary_cs_per_msg".into(),
+            chat::INVOLUNTARY_CS_PER_MSG.into(),
             per(end.involuntary_cs.saturating_sub(start.involuntary_cs) as f64),
         );
-        x.insert("server_threads".into(), end.threads as f64);
+        x.insert(chat::SERVER_THREADS.into(), end.threads as f64);
         if let (Some(b), Some(e)) = (baseline.pss_kb, end.pss_kb) {
-            x.insert("server_pss_kb".into(), e as f64);
+            x.insert(chat::SERVER_PSS_KB.into(), e as f64);
             x.insert(
-                "server_pss_kb_per_connection".into(),
+                chat::SERVER_PSS_KB_PER_CONNECTION.into(),
                 e.saturating_sub(b) as f64 / conns,
             );
         }
@@ -525,23 +527,26 @@ fn fill(
                 v
             })
             .collect();
-        server::counter_extras(&phase, per, "msg", x);
+        counter_extras(&phase, per, chat::UNIT, x);
         sample.counters = phase;
     }
-    x.insert("latency_p50_us".into(), r.latency_us.p50);
-    x.insert("latency_p99_us".into(), r.latency_us.p99);
-    x.insert("latency_p999_us".into(), r.latency_us.p999);
-    x.insert("latency_max_us".into(), r.latency_us.max);
-    x.insert("connect_p50_us".into(), r.connect_us.p50);
-    x.insert("connect_p99_us".into(), r.connect_us.p99);
-    x.insert("client_cpu_share".into(), r.client_busy);
-    x.insert("client_bound".into(), f64::from(u8::from(r.client_bound)));
+    x.insert(extras::server::LATENCY_P50_US.into(), r.latency_us.p50);
+    x.insert(extras::server::LATENCY_P99_US.into(), r.latency_us.p99);
+    x.insert(extras::server::LATENCY_P999_US.into(), r.latency_us.p999);
+    x.insert(extras::server::LATENCY_MAX_US.into(), r.latency_us.max);
+    x.insert(chat::CONNECT_P50_US.into(), r.connect_us.p50);
+    x.insert(chat::CONNECT_P99_US.into(), r.connect_us.p99);
+    x.insert(extras::server::CLIENT_CPU_SHARE.into(), r.client_busy);
     x.insert(
-        "client_pinned".into(),
+        extras::server::CLIENT_BOUND.into(),
+        f64::from(u8::from(r.client_bound)),
+    );
+    x.insert(
+        extras::server::CLIENT_PINNED.into(),
         f64::from(u8::from(!chosen.cpus().is_empty())),
     );
     for (kind, n) in &r.errors {
-        x.insert(format!("errors.{kind}"), *n as f64);
+        x.insert(extras::server::errors_key(kind), *n as f64);
     }
     let mut notes = Vec::new();
     if r.client_bound {

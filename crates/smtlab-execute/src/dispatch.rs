@@ -1,12 +1,13 @@
 //! One sample of a point, by the kind of its program: a built-in workload
 //! a user command, programs co-running, a server, or the ranks of a DSM
 //! application. Uses `builtin`, `command`, `co_run`, `server`,
-//! `chat_sample`, `dsm_sample` and `context`.
+//! `chat_sample` (through `server_lifecycle`'s `measure`), `dsm_sample`
+//! and `context`.
 
 use smtlab_types::{Outcome, Point, Program};
 
 use crate::context::SampleContext;
-use crate::{builtin, chat_sample, co_run, command, dsm_sample, server};
+use crate::{builtin, chat_sample, co_run, command, dsm_sample, server, server_lifecycle};
 
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
@@ -15,7 +16,7 @@ pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) 
         Program::Command { .. } => command::run(point, ctx, seq, warmup),
         Program::CoRun { .. } => co_run::run(point, ctx, seq, warmup),
         Program::Server { server: s, .. } if chat_sample::CHAT_SERVERS.contains(&s.as_str()) => {
-            server::measure(point, ctx, seq, warmup, chat_sample::run_inner)
+            server_lifecycle::measure(point, ctx, seq, warmup, chat_sample::run_inner)
         }
         Program::Server { .. } => server::run(point, ctx, seq, warmup),
         Program::Ranks { .. } => dsm_sample::run(point, ctx, seq, warmup),

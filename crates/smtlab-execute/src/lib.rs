@@ -8,7 +8,10 @@
 //! * `co_run.rs`: programs co-running on their own CPUs for one window
 //!   (the pairs study), each part sampled by `builtin` or `command`.
 //! * [`server`]: servers (`-w web`, `-w nginx`), started on the point's
-//!   CPUs and driven by the load generator on others for the window.
+//!   CPUs and driven by the load generator on others for the window;
+//!   [`chat_sample`] the same for the chat servers. Both start, find
+//!   ready and stop their server through `server_lifecycle.rs`, and write
+//!   their counters per operation with `per_op_counters.rs`.
 //! * [`command`]: user commands (`--cmd`), one process per rank, started
 //!   together, pinned with `smtlab pin`'s preload library (thread model) or
 //!   confined to their CPUs (process model).
@@ -42,11 +45,13 @@ mod context;
 mod dispatch;
 pub mod dsm_sample;
 mod error;
+mod per_op_counters;
 pub mod pin;
 pub mod preload_check;
 pub mod protocol;
 mod sampler;
 pub mod server;
+mod server_lifecycle;
 pub mod servers;
 pub mod watchdog;
 pub mod worker;

@@ -18,7 +18,10 @@
 //! user and system apart, and context switches, over the requests answered
 //! in the window (the metric: successful requests per second).
 //! They include the server's start and stop (a few milliseconds against a
-//! window of seconds), said so in the docs.
+//! window of seconds), said so in the docs. Starting, finding ready and
+//! stopping a server are `server_lifecycle`'s (the chat sample shares
+//! them); this file holds what is the web sample's own: its parameters,
+//! the file set, the load run, and the sample judged and filled.
 //!
 //! The file set is written once per size into a cache directory
 //! (`$XDG_CACHE_HOME/smtlab/web-files/dirsN`, else `~/.cache/...`, else
@@ -26,33 +29,30 @@
 //! sample never waits for it.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
-use smtlab_counters::rusage::usage_from_wait4;
 use smtlab_serving::client_cpus;
-use smtlab_sys::{self as sys, ChildEnd};
+use smtlab_sys::ChildEnd;
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{CounterStatus, Mode, Outcome, Point, Program};
-use smtlab_types::{ResourceUsage, Sample, SampleStatus};
+use smtlab_types::extras::{self, web};
+use smtlab_types::{Mode, Outcome, Point, Sample, SampleStatus};
 use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
-use smtlab_web::load::probe::{self, ProbeError};
 use smtlab_web::load::{self, LoadConfig, LoadReport, Urls};
 use smtlab_web::nginx::{self, NginxConfig};
 
 use crate::context::SampleContext;
 use crate::error::{ExecError, ServerParamError};
-use crate::watchdog::{WatchedDir, WatchedGroup};
+use crate::per_op_counters::counter_extras;
+use crate::server_lifecycle::{describe, measure, spawn, stop, wait_answering, Running, POLL};
+use crate::watchdog::WatchedDir;
 
 /// The servers this file measures (the chat servers are `chat_sample`'s).
 pub const WEB_SERVERS: [&str; 2] = ["web", "nginx"];
@@ -60,18 +60,9 @@ pub const WEB_SERVERS: [&str; 2] = ["web", "nginx"];
 pub const DEFAULT_WINDOW_S: f64 = 1.0;
 /// The parameters a server point takes (`--param K=V`).
 pub const PARAMS: [&str; 5] = ["files", "connections", "keepalive", "url", "helpers"];
-/// How long a server may take to accept connections.
-const START_LIMIT: Duration = Duration::from_secs(30);
-/// How long a server may take to stop after SIGTERM before it is killed.
-const STOP_LIMIT: Duration = Duration::from_secs(10);
 /// Longest wait for one response before the load generator calls it a
 /// timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-const POLL: Duration = Duration::from_millis(20);
-/// How long one readiness request waits for its answer before another is
-/// sent on a new connection (the first may be lost with a worker that
-/// died starting); all of them within the start limit.
-const PROBE_ATTEMPT: Duration = Duration::from_secs(2);
 
 /// How a server point is measured, from its `--param`s and
 /// `--client-cpus`, checked when the run is planned.
@@ -204,70 +195,9 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     measure(point, ctx, seq, warmup, run_inner)
 }
 
-/// How one server sample is taken: `Ok(None)` when Ctrl-C stopped it.
-pub(crate) type TakeSample = fn(
-    &Point,
-    &str,
-    &BTreeMap<String, String>,
-    &SampleContext,
-) -> Result<Option<Sample>, ExecError>;
-
-/// One sample of a server point taken by `take`, as an [`Outcome`]: its
-/// place in the run set, or a failed sample with the error.
-pub(crate) fn measure(
-    point: &Point,
-    ctx: &SampleContext,
-    seq: usize,
-    warmup: bool,
-    take: TakeSample,
-) -> Outcome {
-    let Program::Server { server, params } = &point.program else {
-        unreachable!("server::measure is only called for server points");
-    };
-    let started_at = sys::unix_now_s();
-    match take(point, server, params, ctx) {
-        Ok(Some(mut s)) => {
-            s.seq = seq;
-            s.warmup = warmup;
-            s.started_at = started_at;
-            Outcome::Measured(Box::new(s))
-        }
-        Ok(None) => Outcome::Interrupted,
-        Err(e) => Outcome::Measured(Box::new(Sample::without_result(
-            seq,
-            warmup,
-            SampleStatus::Failed,
-            e.reason(),
-            started_at,
-            0.0,
-        ))),
-    }
-}
-
-/// A started server: its process (group leader), how it ended when it has,
-/// and what it printed.
-pub(crate) struct Running {
-    pub pid: i32,
-    pub ended: mpsc::Receiver<(Option<ChildEnd>, ResourceUsage)>,
-    pub stdout: mpsc::Receiver<String>,
-    pub stderr: std::thread::JoinHandle<String>,
-    /// nginx, ngircd: its address (it cannot report a port the kernel
-    /// chose, so smtlab chose one) and its own directory (configuration,
-    /// pid, logs), removed on drop.
-    pub fixed: Option<(SocketAddr, WatchedDir)>,
-    /// Its process group, named to the watchdog (killed if smtlab is
-    /// killed) until dropped, after the server was stopped and reaped:
-    /// held for its drop.
-    pub _group: Option<WatchedGroup>,
-}
-
-impl Running {
-    pub fn kill(&self) {
-        sys::kill(-self.pid, Signal::SIGKILL);
-        sys::kill(self.pid, Signal::SIGKILL);
-    }
-}
-
+/// One web sample: the file set on disk, the server started and found
+/// answering, loaded for the window, stopped, and the sample judged and
+/// filled; `Ok(None)` when Ctrl-C stopped it.
 fn run_inner(
     point: &Point,
     server: &str,
@@ -275,46 +205,116 @@ fn run_inner(
     ctx: &SampleContext,
 ) -> Result<Option<Sample>, ExecError> {
     let p = ServerParams::parse(server, params)?;
-    let window = match point.mode {
-        Mode::FixedTime { seconds } => Duration::from_secs_f64(seconds),
-        Mode::FixedWork { .. } => Duration::from_secs_f64(DEFAULT_WINDOW_S),
-    };
-    let root = files_dir(&p.files);
-    p.files
-        .write_to(&root)
-        .map_err(|source| ExecError::WriteFileSet {
-            dir: root.clone(),
-            source,
-        })?;
+    let window = window(point);
+    let root = write_file_set(&p.files)?;
 
     let plan = ctx.counters.then(CounterPlan::probe);
     let (mut running, mut counters) = start(point, server, &p, &root, ctx, plan.as_ref())?;
     let sampler = PeakSampler::start(&[running.pid], Duration::from_millis(50), true);
 
     // Ready: an address that answers, or the reason it never did.
-    let ready = wait_answering(&mut running, server, ctx, &p.files.files[0].path);
-    let addr = match ready {
+    let addr = match wait_answering(&mut running, server, ctx, &p.files.files[0].path) {
         Ok(Some(a)) => a,
         Ok(None) => {
-            stop(&running, Signal::SIGKILL);
-            sampler.stop();
+            abandon(&running, sampler);
             return Ok(None);
         }
         Err(e) => {
-            stop(&running, Signal::SIGKILL);
-            sampler.stop();
-            let err = running.stderr.join().unwrap_or_default();
-            let err = err.trim().replace('\n', " | ");
-            if err.is_empty() {
-                return Err(e);
-            }
-            return Err(ExecError::ServerSaid {
-                stderr: err,
-                source: Box::new(e),
-            });
+            abandon(&running, sampler);
+            return Err(with_server_errors(running, e));
         }
     };
 
+    let (config, chosen) = load_config(point, &p, addr, window);
+    let (report, interrupted) = match load_watching_ctrl_c(&running, config, ctx) {
+        Ok(r) => r,
+        Err(e) => {
+            abandon(&running, sampler);
+            return Err(e);
+        }
+    };
+    let memory = sampler.peak();
+    let (end, mut usage) = stop(&running, Signal::SIGTERM);
+    sampler.stop();
+    if interrupted || ctx.stop.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let (stdout, stderr) = output(running);
+    if let Some(m) = memory.filter(|m| m.samples > 0) {
+        usage.pss_kb = Some(m.pss_kb);
+        usage.anon_huge_kb = Some(m.anon_huge_kb);
+    }
+    let counter_values = counters.as_mut().map(|c| c.read()).unwrap_or_default();
+    let mut sample = Sample {
+        seq: 0,
+        warmup: false,
+        status: SampleStatus::Ok,
+        reason: None,
+        started_at: 0.0,
+        wall_s: window.as_secs_f64(),
+        ops: None,
+        metric: None,
+        usage,
+        counters: counter_values,
+        workers: Vec::new(),
+        extras: BTreeMap::new(),
+    };
+    conclude(&mut sample, server, end, report, &chosen, &stdout, &stderr);
+    Ok(Some(sample))
+}
+
+/// The sample's window: `--duration`, or [`DEFAULT_WINDOW_S`] for a
+/// fixed-work point (a server has no work to finish).
+fn window(point: &Point) -> Duration {
+    match point.mode {
+        Mode::FixedTime { seconds } => Duration::from_secs_f64(seconds),
+        Mode::FixedWork { .. } => Duration::from_secs_f64(DEFAULT_WINDOW_S),
+    }
+}
+
+/// The file set written into its cache directory ([`files_dir`], kept
+/// between samples and runs), which both servers are given as their root.
+fn write_file_set(files: &FileSet) -> Result<PathBuf, ExecError> {
+    let root = files_dir(files);
+    files
+        .write_to(&root)
+        .map_err(|source| ExecError::WriteFileSet {
+            dir: root.clone(),
+            source,
+        })?;
+    Ok(root)
+}
+
+/// A server given up on before its window ended: killed, reaped, its
+/// memory no longer sampled.
+fn abandon(running: &Running, sampler: PeakSampler) {
+    stop(running, Signal::SIGKILL);
+    sampler.stop();
+}
+
+/// `e`, with what the server wrote on its error output when it wrote
+/// anything (on one line): why it did not start is often there.
+fn with_server_errors(running: Running, e: ExecError) -> ExecError {
+    let err = running.stderr.join().unwrap_or_default();
+    let err = err.trim().replace('\n', " | ");
+    if err.is_empty() {
+        return e;
+    }
+    ExecError::ServerSaid {
+        stderr: err,
+        source: Box::new(e),
+    }
+}
+
+/// The load generator's configuration for the window against `addr`, and
+/// the CPUs it runs on (`--client-cpus`, else the ones the server does not
+/// use).
+fn load_config(
+    point: &Point,
+    p: &ServerParams,
+    addr: SocketAddr,
+    window: Duration,
+) -> (LoadConfig, client_cpus::ClientCpus) {
     let given = p.client_cpus.clone();
     let chosen = client_cpus::choose(addr, given.as_ref());
     let client: Vec<u32> = chosen.cpus();
@@ -339,21 +339,27 @@ fn run_inner(
         seed: 0x5eed,
         request_timeout: REQUEST_TIMEOUT,
     };
-    // The load runs in its own thread so that Ctrl-C is seen meanwhile; it
-    // ends with its window whatever happens to the server.
+    (config, chosen)
+}
+
+/// The load run for its window, and whether Ctrl-C came meanwhile (the
+/// server is then killed at once). The load runs in its own thread so that
+/// Ctrl-C is seen meanwhile; it ends with its window whatever happens to
+/// the server. `Err` only when that thread could not be started.
+fn load_watching_ctrl_c(
+    running: &Running,
+    config: LoadConfig,
+    ctx: &SampleContext,
+) -> Result<(Result<LoadReport, ExecError>, bool), ExecError> {
     let (ltx, lrx) = mpsc::channel();
-    let loader = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("smtlab-load".into())
         .spawn(move || {
             let _ = ltx.send(load::run(&config));
-        });
-    if let Err(io) = loader {
-        stop(&running, Signal::SIGKILL);
-        sampler.stop();
-        return Err(ExecError::LoadThread { io });
-    }
+        })
+        .map_err(|io| ExecError::LoadThread { io })?;
     let mut interrupted = false;
-    let report: Result<LoadReport, ExecError> = loop {
+    let report = loop {
         if ctx.stop.load(Ordering::SeqCst) && !interrupted {
             interrupted = true;
             running.kill();
@@ -366,55 +372,47 @@ fn run_inner(
             }
         }
     };
-    let memory = sampler.peak();
-    let (end, mut usage) = stop(&running, Signal::SIGTERM);
-    sampler.stop();
-    if interrupted || ctx.stop.load(Ordering::SeqCst) {
-        return Ok(None);
-    }
-    // To its end (the stats line comes last): the server has exited, so
-    // the reader ends as soon as the pipe is drained.
+    Ok((report, interrupted))
+}
+
+/// What the stopped server printed: its output lines (to their end: the
+/// stats line comes last; the server has exited, so the reader ends as
+/// soon as the pipe is drained) and its error output.
+fn output(running: Running) -> (Vec<String>, String) {
     let mut stdout = Vec::new();
     while let Ok(line) = running.stdout.recv_timeout(Duration::from_secs(2)) {
         stdout.push(line);
     }
     let stderr = running.stderr.join().unwrap_or_default();
-    if let Some(m) = memory.filter(|m| m.samples > 0) {
-        usage.pss_kb = Some(m.pss_kb);
-        usage.anon_huge_kb = Some(m.anon_huge_kb);
-    }
-    let counter_values = counters.as_mut().map(|c| c.read()).unwrap_or_default();
+    (stdout, stderr)
+}
 
-    let mut sample = Sample {
-        seq: 0,
-        warmup: false,
-        status: SampleStatus::Ok,
-        reason: None,
-        started_at: 0.0,
-        wall_s: window.as_secs_f64(),
-        ops: None,
-        metric: None,
-        usage,
-        counters: counter_values,
-        workers: Vec::new(),
-        extras: BTreeMap::new(),
-    };
+/// The sample's status, metric and extras from the load's report (or its
+/// error), how the server ended and what it printed.
+fn conclude(
+    sample: &mut Sample,
+    server: &str,
+    end: Option<ChildEnd>,
+    report: Result<LoadReport, ExecError>,
+    chosen: &client_cpus::ClientCpus,
+    stdout: &[String],
+    stderr: &str,
+) {
     let report = match report {
         Ok(r) => r,
         Err(e) => {
             sample.status = SampleStatus::Failed;
             sample.reason = Some(format!("load generator: {e}"));
-            return Ok(Some(sample));
+            return;
         }
     };
-    let failure = judge(server, end, &report, &stderr);
-    fill(&mut sample, &report, &chosen, &stdout);
+    let failure = judge(server, end, &report, stderr);
+    fill(sample, &report, chosen, stdout);
     if let Some((status, reason)) = failure {
         sample.status = status;
         sample.reason = Some(reason);
         sample.metric = None;
     }
-    Ok(Some(sample))
 }
 
 /// Start the server behind the gate, counters attached, then let it exec.
@@ -498,308 +496,6 @@ fn start(
     spawn(cmd, point, server, ctx, plan, nginx_at)
 }
 
-/// Starts `cmd` (`smtlab __gate` and the server's command line) in its own
-/// process group with the point's allocator and CPUs, opens the counters
-/// while it waits at the gate, then lets it exec. From here on the child is
-/// reaped whatever happens.
-pub(crate) fn spawn(
-    mut cmd: Command,
-    point: &Point,
-    server: &str,
-    ctx: &SampleContext,
-    plan: Option<&CounterPlan>,
-    fixed: Option<(SocketAddr, WatchedDir)>,
-) -> Result<(Running, Option<ThreadCounters>), ExecError> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(pre) = ctx.preload_for(point) {
-        cmd.env("LD_PRELOAD", pre.library.display().to_string());
-        cmd.envs(pre.env.iter().map(|(k, v)| (k, v)));
-    }
-    let set: Option<CpuSet> = point.cpus.as_ref().map(|c| c.iter().copied().collect());
-    let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
-    sys::configure_gated_child(
-        &mut cmd,
-        set.as_ref(),
-        Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
-    )?;
-    let mut child = cmd.spawn().map_err(|source| ExecError::ServerStart {
-        server: server.into(),
-        source,
-    })?;
-    drop((gate_r, ready_w));
-    let pid = child.id() as i32;
-    // Named before the gate opens: until then the child is `smtlab
-    // __gate`, which PDEATHSIG kills with smtlab; from the exec on, the
-    // server (and whatever it forks) is the watchdog's if smtlab is killed.
-    let group = match WatchedGroup::new(&ctx.exe, pid) {
-        Ok(g) => g,
-        Err(io) => {
-            sys::kill(pid, Signal::SIGKILL);
-            let _ = sys::wait4(pid);
-            return Err(ExecError::ServerUnwatched {
-                server: server.into(),
-                io,
-            });
-        }
-    };
-    let out = child.stdout.take().expect("piped");
-    let err = child.stderr.take().expect("piped");
-    // From here on the child is reaped whatever happens: the waiter owns it.
-    let (etx, ended) = mpsc::channel();
-    let waiter = std::thread::Builder::new().spawn(move || {
-        let r = match sys::wait4(pid) {
-            Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
-            Err(_) => (None, ResourceUsage::default()),
-        };
-        let _ = etx.send(r);
-    });
-    if let Err(io) = waiter {
-        sys::kill(-pid, Signal::SIGKILL);
-        sys::kill(pid, Signal::SIGKILL);
-        let _ = sys::wait4(pid);
-        return Err(ExecError::ServerWaiter { io });
-    }
-    let (otx, stdout) = mpsc::channel();
-    let kill_now = |what: &'static str, io: std::io::Error| {
-        sys::kill(-pid, Signal::SIGKILL);
-        sys::kill(pid, Signal::SIGKILL);
-        ExecError::ServerReader { what, io }
-    };
-    std::thread::Builder::new()
-        .spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if otx.send(line).is_err() {
-                    break;
-                }
-            }
-        })
-        .map_err(|e| kill_now("output", e))?;
-    let stderr = std::thread::Builder::new()
-        .spawn(move || {
-            let mut s = String::new();
-            let _ = BufReader::new(err).take(1 << 16).read_to_string(&mut s);
-            s
-        })
-        .map_err(|e| kill_now("errors", e))?;
-    let running = Running {
-        pid,
-        ended,
-        stdout,
-        stderr,
-        fixed,
-        _group: Some(group),
-    };
-    let counters = plan.map(|pl| ThreadCounters::open_for_process(pid, pl));
-    gate.wait_ready();
-    gate.open();
-    Ok((running, counters))
-}
-
-/// How long a server may take to start: [`START_LIMIT`], or the run's
-/// `--timeout` when shorter.
-fn start_limit(ctx: &SampleContext) -> Duration {
-    ctx.timeout.map_or(START_LIMIT, |t| t.min(START_LIMIT))
-}
-
-/// The server's address once it accepts connections; `None` on Ctrl-C.
-///
-/// Enough for the chat servers: smtlab's prints its address once its
-/// loops run, ngircd is one process that listens and serves from the same
-/// loop, and the chat load measures only once every client has joined.
-/// The HTTP servers are asked for an answer ([`wait_answering`]).
-pub(crate) fn wait_ready(
-    running: &mut Running,
-    server: &str,
-    ctx: &SampleContext,
-) -> Result<Option<SocketAddr>, ExecError> {
-    let limit = start_limit(ctx);
-    wait_address(running, server, ctx, Instant::now() + limit, limit, true)
-}
-
-/// The server's address once it answers an HTTP request for `path` (a
-/// whole status line, whatever its code); `None` on Ctrl-C. Accepting a
-/// connection is not answering: nginx's master listens before its workers
-/// exist, and a window opened then measures their start (under emulation
-/// hundreds of milliseconds in which connections wait in the backlog).
-/// Within the same start limit as [`wait_ready`]; the probe's request is
-/// one more the server answers (in `web`'s own count, not in the window's).
-pub(crate) fn wait_answering(
-    running: &mut Running,
-    server: &str,
-    ctx: &SampleContext,
-    path: &str,
-) -> Result<Option<SocketAddr>, ExecError> {
-    let limit = start_limit(ctx);
-    let deadline = Instant::now() + limit;
-    // A fixed address is not connected to here: the probe does that.
-    let Some(addr) = wait_address(running, server, ctx, deadline, limit, false)? else {
-        return Ok(None);
-    };
-    let host = addr.to_string();
-    let mut accepted = false;
-    loop {
-        let mut ended = None;
-        let left = deadline.saturating_duration_since(Instant::now());
-        let tried = probe::answer(addr, &host, path, left.min(PROBE_ATTEMPT), || {
-            if ctx.stop.load(Ordering::SeqCst) {
-                return false;
-            }
-            match running.ended.try_recv() {
-                Ok(end) => {
-                    ended = Some(end.0);
-                    false
-                }
-                Err(_) => true,
-            }
-        });
-        let why = match tried {
-            Ok(_) => return Ok(Some(addr)),
-            Err(e) => e,
-        };
-        if ctx.stop.load(Ordering::SeqCst) {
-            return Ok(None);
-        }
-        if ended.is_none() {
-            ended = running.ended.try_recv().ok().map(|e| e.0);
-        }
-        if let Some(end) = ended {
-            let what = if accepted || why.connected() {
-                "answered a request"
-            } else {
-                "accepted connections"
-            };
-            return Err(ExecError::ServerEnded {
-                server: server.into(),
-                what,
-                end: describe(end),
-            });
-        }
-        accepted |= why.connected();
-        if Instant::now() >= deadline {
-            let secs = limit.as_secs_f64();
-            let server = server.into();
-            if accepted {
-                return Err(ExecError::NotAnswering {
-                    server,
-                    secs,
-                    path: path.into(),
-                    why,
-                });
-            }
-            return Err(ExecError::NotAccepting { server, secs, why });
-        }
-        if !matches!(why, ProbeError::Silent(_)) {
-            // Refused, dropped or garbled at once: not listening yet, or
-            // not serving yet; try again shortly, not in a spin.
-            std::thread::sleep(POLL);
-        }
-    }
-}
-
-/// The server's address (`web`, `chat`: its first line; nginx, ngircd:
-/// the one smtlab gave it, once it accepts a connection when `connect`),
-/// by `deadline`; `None` on Ctrl-C.
-fn wait_address(
-    running: &mut Running,
-    server: &str,
-    ctx: &SampleContext,
-    deadline: Instant,
-    limit: Duration,
-    connect: bool,
-) -> Result<Option<SocketAddr>, ExecError> {
-    loop {
-        if ctx.stop.load(Ordering::SeqCst) {
-            return Ok(None);
-        }
-        if let Ok((end, _)) = running.ended.try_recv() {
-            return Err(ExecError::ServerEnded {
-                server: server.into(),
-                what: "accepted connections",
-                end: describe(end),
-            });
-        }
-        match running.fixed.as_ref().map(|(addr, _)| *addr) {
-            None => match running.stdout.recv_timeout(POLL) {
-                Ok(line) => {
-                    let addr = line
-                        .strip_prefix("listening on http://")
-                        .or_else(|| line.strip_prefix("listening on irc://"))
-                        .and_then(|r| r.split('/').next())
-                        .and_then(|a| a.parse::<SocketAddr>().ok());
-                    match addr {
-                        Some(a) => return Ok(Some(a)),
-                        None => {
-                            return Err(ExecError::NotAnAddress {
-                                server: server.into(),
-                                line,
-                            })
-                        }
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    // Its output closed: it is ending; the next turn says how.
-                    std::thread::sleep(POLL);
-                }
-            },
-            Some(addr) => {
-                if !connect || TcpStream::connect_timeout(&addr, POLL).is_ok() {
-                    return Ok(Some(addr));
-                }
-                std::thread::sleep(POLL);
-            }
-        }
-        if Instant::now() >= deadline {
-            return Err(ExecError::NotListening {
-                server: server.into(),
-                secs: limit.as_secs_f64(),
-            });
-        }
-    }
-}
-
-/// Stop the server with `sig` (then SIGKILL after [`STOP_LIMIT`]), reap
-/// it, and kill whatever is left of its group.
-pub(crate) fn stop(running: &Running, sig: Signal) -> (Option<ChildEnd>, ResourceUsage) {
-    stop_within(running, sig, STOP_LIMIT).0
-}
-
-/// [`stop`] with its own limit; also says whether the server had to be
-/// killed after it (true: a SIGKILL in the result is smtlab's own).
-pub(crate) fn stop_within(
-    running: &Running,
-    sig: Signal,
-    limit: Duration,
-) -> ((Option<ChildEnd>, ResourceUsage), bool) {
-    sys::kill(running.pid, sig);
-    let (result, killed) = match running.ended.recv_timeout(limit) {
-        Ok(r) => (r, false),
-        Err(_) => {
-            running.kill();
-            let r = running
-                .ended
-                .recv()
-                .unwrap_or((None, ResourceUsage::default()));
-            (r, true)
-        }
-    };
-    // Workers of a server killed before it could stop them.
-    sys::kill(-running.pid, Signal::SIGKILL);
-    (result, killed)
-}
-
-pub(crate) fn describe(end: Option<ChildEnd>) -> String {
-    match end {
-        Some(ChildEnd::Exited(c)) => format!("exit code {c}"),
-        Some(ChildEnd::Signaled(s)) => format!("killed by {}", sys::signal_name(s)),
-        None => "could not wait for it".into(),
-    }
-}
-
 /// Why a sample failed, if it did: the server crashed or exited with an
 /// error, a body was wrong (a wrong result), or nothing was answered.
 fn judge(
@@ -832,42 +528,6 @@ fn judge(
     report.failure().map(|why| (SampleStatus::Failed, why))
 }
 
-/// CPI and the paper's counters per operation (`unit`: `req`, `msg`), user
-/// and kernel apart, from counters that were counted (`Ok`): the web and
-/// chat samples' `cpi.SCOPE`, `instructions_per_UNIT.SCOPE` and
-/// `EVENT_per_UNIT.SCOPE` extras.
-pub(crate) fn counter_extras(
-    counters: &[smtlab_types::CounterValue],
-    per: impl Fn(f64) -> f64,
-    unit: &str,
-    x: &mut BTreeMap<String, f64>,
-) {
-    let counted = |name: &str, scope: &str| {
-        counters
-            .iter()
-            .find(|c| c.name == name && c.scope.as_str() == scope && c.status == CounterStatus::Ok)
-            .and_then(|c| c.value)
-    };
-    for scope in ["user", "kernel"] {
-        if let (Some(cy), Some(ins)) = (counted("cycles", scope), counted("instructions", scope)) {
-            if ins > 0.0 {
-                x.insert(format!("cpi.{scope}"), cy / ins);
-            }
-            x.insert(format!("instructions_per_{unit}.{scope}"), per(ins));
-        }
-        for ev in [
-            "L1-icache-load-misses",
-            "L1-dcache-load-misses",
-            "iTLB-load-misses",
-            "branch-misses",
-        ] {
-            if let Some(v) = counted(ev, scope) {
-                x.insert(format!("{ev}_per_{unit}.{scope}"), per(v));
-            }
-        }
-    }
-}
-
 /// The metric (successful requests per second), the per-request server
 /// costs, and what the load generator saw, into the sample.
 fn fill(
@@ -882,40 +542,46 @@ fn fill(
     let x = &mut sample.extras;
     let per = |v: f64| if ok > 0 { v / ok as f64 } else { 0.0 };
     if let Some(u) = sample.usage.user_s {
-        x.insert("server_user_us_per_req".into(), per(u * 1e6));
+        x.insert(web::SERVER_USER_US_PER_REQ.into(), per(u * 1e6));
     }
     if let Some(s) = sample.usage.sys_s {
-        x.insert("server_sys_us_per_req".into(), per(s * 1e6));
+        x.insert(web::SERVER_SYS_US_PER_REQ.into(), per(s * 1e6));
     }
     if let Some(v) = sample.usage.voluntary_cs {
-        x.insert("voluntary_cs_per_req".into(), per(v as f64));
+        x.insert(web::VOLUNTARY_CS_PER_REQ.into(), per(v as f64));
     }
     if let Some(v) = sample.usage.involuntary_cs {
-        x.insert("involuntary_cs_per_req".into(), per(v as f64));
+        x.insert(web::INVOLUNTARY_CS_PER_REQ.into(), per(v as f64));
     }
-    counter_extras(&sample.counters, per, "req", x);
-    x.insert("requests_answered".into(), report.requests as f64);
-    x.insert("requests_sent".into(), report.sent as f64);
+    counter_extras(&sample.counters, per, web::UNIT, x);
+    x.insert(web::REQUESTS_ANSWERED.into(), report.requests as f64);
+    x.insert(web::REQUESTS_SENT.into(), report.sent as f64);
     x.insert(
-        "requests_in_flight_at_end".into(),
+        web::REQUESTS_IN_FLIGHT_AT_END.into(),
         report.in_flight_at_end as f64,
     );
-    x.insert("mbit_per_s".into(), report.mbit_per_s);
-    x.insert("latency_p50_us".into(), report.latency_us.p50);
-    x.insert("latency_p99_us".into(), report.latency_us.p99);
-    x.insert("latency_p999_us".into(), report.latency_us.p999);
-    x.insert("latency_max_us".into(), report.latency_us.max);
-    x.insert("client_cpu_share".into(), report.client_cpu_share);
+    x.insert(web::MBIT_PER_S.into(), report.mbit_per_s);
+    x.insert(extras::server::LATENCY_P50_US.into(), report.latency_us.p50);
+    x.insert(extras::server::LATENCY_P99_US.into(), report.latency_us.p99);
     x.insert(
-        "client_bound".into(),
+        extras::server::LATENCY_P999_US.into(),
+        report.latency_us.p999,
+    );
+    x.insert(extras::server::LATENCY_MAX_US.into(), report.latency_us.max);
+    x.insert(
+        extras::server::CLIENT_CPU_SHARE.into(),
+        report.client_cpu_share,
+    );
+    x.insert(
+        extras::server::CLIENT_BOUND.into(),
         f64::from(u8::from(report.client_bound)),
     );
     x.insert(
-        "client_pinned".into(),
+        extras::server::CLIENT_PINNED.into(),
         f64::from(u8::from(!chosen.cpus().is_empty())),
     );
     for (kind, n) in &report.errors {
-        x.insert(format!("errors.{kind}"), *n as f64);
+        x.insert(extras::server::errors_key(kind), *n as f64);
     }
     // `web`'s own count of the requests it served, from its stats line.
     let served = stdout
@@ -925,7 +591,7 @@ fn fill(
         .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
         .and_then(|v| v["counters"]["requests"].as_u64());
     if let Some(n) = served {
-        x.insert("server_requests".into(), n as f64);
+        x.insert(web::SERVER_REQUESTS.into(), n as f64);
     }
     let mut notes = Vec::new();
     if report.client_bound {
@@ -959,7 +625,13 @@ fn unknown_web(server: &str, param: &str) -> ServerParamError {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Read;
+    use std::time::Instant;
+
+    use smtlab_types::ResourceUsage;
+
     use super::*;
+    use crate::server_lifecycle::tests::{context, fake};
 
     fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
         kv.iter()
@@ -1097,44 +769,6 @@ mod tests {
              not run in it), 0 still waiting at its end, errors: none"
         );
     }
-
-    /// A server as `wait_answering` sees it, without a process: an
-    /// address smtlab gave it (as nginx's) and an `ended` that says nothing.
-    struct Fake {
-        running: Running,
-        /// Keeps the `ended` channel open (the server has not ended);
-        /// sending on it says it has.
-        ended: mpsc::Sender<(Option<ChildEnd>, ResourceUsage)>,
-    }
-
-    fn fake(addr: SocketAddr) -> Fake {
-        let (etx, ended) = mpsc::channel();
-        let (_otx, stdout) = mpsc::channel();
-        Fake {
-            running: Running {
-                pid: 0,
-                ended,
-                stdout,
-                stderr: std::thread::spawn(String::new),
-                fixed: Some((addr, WatchedDir::unwatched("smtlab-test-").unwrap())),
-                _group: None,
-            },
-            ended: etx,
-        }
-    }
-
-    fn context(stop: &std::sync::atomic::AtomicBool, timeout: Duration) -> SampleContext<'_> {
-        SampleContext {
-            exe: PathBuf::new(),
-            preloads: Default::default(),
-            timeout: Some(timeout),
-            counters: false,
-            stop,
-            metric_regex: None,
-        }
-    }
-
-    /// nginx under emulation: the port accepts at once (the backlog), the
     /// requests are read only after `delay` (its workers started), then
     /// each connection is answered 200 and closed; until `stop`.
     fn late_server(
@@ -1205,59 +839,6 @@ mod tests {
         assert!(report.ok > 0, "{report:?}");
         assert_eq!(judge("nginx", Some(ChildEnd::Exited(0)), &report, ""), None);
         drop(f.ended);
-    }
-
-    #[test]
-    fn a_server_that_accepts_but_never_answers_is_not_ready() {
-        // Listening, never accepting: connections wait in the backlog.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let ctx = context(&stop, Duration::from_millis(700));
-        let mut f = fake(l.local_addr().unwrap());
-        let t = Instant::now();
-        let e = wait_answering(&mut f.running, "nginx", &ctx, "/dir00000/class0_0").unwrap_err();
-        assert!(matches!(e, ExecError::NotAnswering { .. }), "{e:?}");
-        let e = e.reason();
-        assert!(
-            e.starts_with(
-                "the nginx server accepted connections but answered no request within 0.7 s"
-            ),
-            "{e}"
-        );
-        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-
-        // Nobody listening at all.
-        let free = l.local_addr().unwrap();
-        drop(l);
-        let mut f = fake(free);
-        let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
-        assert!(matches!(e, ExecError::NotAccepting { .. }), "{e:?}");
-        assert!(
-            e.reason()
-                .starts_with("the nginx server did not accept connections within 0.7 s"),
-            "{e}"
-        );
-
-        // The server ended while it was waited for.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut f = fake(l.local_addr().unwrap());
-        f.ended
-            .send((Some(ChildEnd::Exited(1)), ResourceUsage::default()))
-            .unwrap();
-        let ctx = context(&stop, Duration::from_secs(10));
-        let e = wait_answering(&mut f.running, "nginx", &ctx, "/").unwrap_err();
-        assert_eq!(
-            e.reason(),
-            "the nginx server ended before it accepted connections (exit code 1)"
-        );
-
-        // Ctrl-C while waiting: no error, no address.
-        let mut f = fake(l.local_addr().unwrap());
-        stop.store(true, Ordering::SeqCst);
-        let ctx = context(&stop, Duration::from_secs(10));
-        assert!(wait_answering(&mut f.running, "nginx", &ctx, "/")
-            .unwrap()
-            .is_none());
     }
 
     #[test]
