@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::draw::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
 use crate::input::ReportInput;
+use crate::plot::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::derived::MISS_EVENTS;
 use smtlab_stats as stats;
@@ -202,118 +202,17 @@ pub(crate) fn build(input: &ReportInput) -> (Vec<ChartSpec>, Vec<String>) {
         };
         let g = groups(input, program);
         if let Some(g) = &g {
-            if g.other_metric > 0 {
-                more_notes.push(format!(
-                    "{program}: {} point(s) measured another metric than {} and are not charted \
-                     (they are in the per-point table).",
-                    g.other_metric, g.metric.name
-                ));
-            }
-            let (title, y_desc, caption) = runtime_text(program, &g.metric);
-            let plot = Plot::Lines(LinePlot {
-                title: title.clone(),
-                x_desc: workers_desc(),
-                y_desc,
-                x_scale: Scale::Log,
-                y_scale: Scale::Log,
-                x_ticks_at_data: true,
-                lines: lines_of(g, |p| {
-                    p.summary.summary.as_ref().map(|s| (s.median, s.ci95))
-                }),
-                ideal: None,
-            });
-            add(
-                "runtime",
-                title,
-                caption,
-                plot,
-                format!(
-                    "No runtime chart for {program}: no point has a successful measured sample."
-                ),
-            );
+            runtime_chart(program, g, &mut add, &mut more_notes);
         }
-
-        // Speedup, from the analysis' series.
-        let series: Vec<_> = input
-            .analysis
-            .series
-            .iter()
-            .filter(|s| &s.key.program == program)
-            .collect();
-        if !series.is_empty() {
-            let many_allocs = series
-                .iter()
-                .map(|s| s.key.alloc.as_str())
-                .collect::<HashSet<_>>()
-                .len()
-                > 1;
-            let lines = series
-                .iter()
-                .map(|s| Line {
-                    label: line_label(&s.key.model, &s.key.placement, &s.key.alloc, many_allocs),
-                    points: s
-                        .points
-                        .iter()
-                        .filter_map(|p| {
-                            p.speedup.map(|y| Xy {
-                                x: p.workers as f64,
-                                y,
-                                err: p.speedup_ci95,
-                            })
-                        })
-                        .collect(),
-                })
-                .collect();
-            let plot = Plot::Lines(LinePlot {
-                title: format!("{program}: speedup against N"),
-                x_desc: workers_desc(),
-                y_desc: "speedup over N = 1 (×)".into(),
-                x_scale: Scale::LinearFromZero,
-                y_scale: Scale::LinearFromZero,
-                x_ticks_at_data: true,
-                lines,
-                ideal: Some("ideal: speedup = N".into()),
-            });
-            add(
-                "speedup",
-                format!("{program}: speedup against N"),
-                "Speed relative to the same model and placement at N = 1 (throughput ratio, or \
-                 time at N = 1 over time at N), with bootstrap 95% CIs; the dashed line is \
-                 perfect scaling."
-                    .into(),
-                plot,
-                format!(
-                    "No speedup chart for {program}: no series has an N = 1 point with results \
-                     to compare with."
-                ),
-            );
-        }
-
+        speedup_chart(input, program, &mut add);
         crate::smt_charts::smt_chart(input, program, &mut add);
-
-        // Thread against process model.
-        if let Some(bars) = verdict_groups.get(program) {
-            let (title, plot) = models_plot(program, bars);
-            add(
-                "models",
-                title,
-                models_caption(),
-                plot,
-                format!("No thread/process chart for {program}: no comparison has a value."),
-            );
-        } else if let Some(g) = &g {
-            let models: HashSet<&str> = g
-                .lines
-                .iter()
-                .flat_map(|(_, pts)| pts.iter().map(|p| model_kind(&p.summary.point)))
-                .collect();
-            if models.contains("thread") && models.contains("process") {
-                more_notes.push(format!(
-                    "No thread/process chart for {program}: no placement and N was measured \
-                     with both models."
-                ));
-            }
-        }
+        models_chart(
+            program,
+            verdict_groups.get(program).map(Vec::as_slice),
+            g.as_ref(),
+            &mut add,
+            &mut more_notes,
+        );
 
         if let Some(g) = &g {
             counter_charts(input, program, g, &mut add);
@@ -334,6 +233,141 @@ pub(crate) fn build(input: &ReportInput) -> (Vec<ChartSpec>, Vec<String>) {
         }
     }
     (charts, notes)
+}
+
+/// A program's `runtime-P` chart: its metric against N, log-log, a line
+/// per group with whiskers at the CI of the median; a note when some of
+/// its points measured another metric.
+fn runtime_chart(
+    program: &str,
+    g: &Groups,
+    add: &mut impl FnMut(&str, String, String, Plot, String),
+    notes: &mut Vec<String>,
+) {
+    if g.other_metric > 0 {
+        notes.push(format!(
+            "{program}: {} point(s) measured another metric than {} and are not charted \
+             (they are in the per-point table).",
+            g.other_metric, g.metric.name
+        ));
+    }
+    let (title, y_desc, caption) = runtime_text(program, &g.metric);
+    let plot = Plot::Lines(LinePlot {
+        title: title.clone(),
+        x_desc: workers_desc(),
+        y_desc,
+        x_scale: Scale::Log,
+        y_scale: Scale::Log,
+        x_ticks_at_data: true,
+        lines: lines_of(g, |p| {
+            p.summary.summary.as_ref().map(|s| (s.median, s.ci95))
+        }),
+        ideal: None,
+    });
+    add(
+        "runtime",
+        title,
+        caption,
+        plot,
+        format!("No runtime chart for {program}: no point has a successful measured sample."),
+    );
+}
+
+/// A program's `speedup-P` chart, from the analysis' series, with the
+/// ideal y = N; none when the analysis has no series of the program.
+fn speedup_chart(
+    input: &ReportInput,
+    program: &str,
+    add: &mut impl FnMut(&str, String, String, Plot, String),
+) {
+    let series: Vec<_> = input
+        .analysis
+        .series
+        .iter()
+        .filter(|s| s.key.program == program)
+        .collect();
+    if !series.is_empty() {
+        let many_allocs = series
+            .iter()
+            .map(|s| s.key.alloc.as_str())
+            .collect::<HashSet<_>>()
+            .len()
+            > 1;
+        let lines = series
+            .iter()
+            .map(|s| Line {
+                label: line_label(&s.key.model, &s.key.placement, &s.key.alloc, many_allocs),
+                points: s
+                    .points
+                    .iter()
+                    .filter_map(|p| {
+                        p.speedup.map(|y| Xy {
+                            x: p.workers as f64,
+                            y,
+                            err: p.speedup_ci95,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let plot = Plot::Lines(LinePlot {
+            title: format!("{program}: speedup against N"),
+            x_desc: workers_desc(),
+            y_desc: "speedup over N = 1 (×)".into(),
+            x_scale: Scale::LinearFromZero,
+            y_scale: Scale::LinearFromZero,
+            x_ticks_at_data: true,
+            lines,
+            ideal: Some("ideal: speedup = N".into()),
+        });
+        add(
+            "speedup",
+            format!("{program}: speedup against N"),
+            "Speed relative to the same model and placement at N = 1 (throughput ratio, or \
+             time at N = 1 over time at N), with bootstrap 95% CIs; the dashed line is \
+             perfect scaling."
+                .into(),
+            plot,
+            format!(
+                "No speedup chart for {program}: no series has an N = 1 point with results \
+                 to compare with."
+            ),
+        );
+    }
+}
+
+/// A program's `models-P` chart: thread against process model, from the
+/// verdicts' `bars`; without bars, a note when both models were measured
+/// but never at the same placement and N.
+fn models_chart(
+    program: &str,
+    bars: Option<&[Bar]>,
+    g: Option<&Groups>,
+    add: &mut impl FnMut(&str, String, String, Plot, String),
+    notes: &mut Vec<String>,
+) {
+    if let Some(bars) = bars {
+        let (title, plot) = models_plot(program, bars);
+        add(
+            "models",
+            title,
+            models_caption(),
+            plot,
+            format!("No thread/process chart for {program}: no comparison has a value."),
+        );
+    } else if let Some(g) = g {
+        let models: HashSet<&str> = g
+            .lines
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|p| model_kind(&p.summary.point)))
+            .collect();
+        if models.contains("thread") && models.contains("process") {
+            notes.push(format!(
+                "No thread/process chart for {program}: no placement and N was measured \
+                 with both models."
+            ));
+        }
+    }
 }
 
 fn model_kind(p: &Point) -> &'static str {

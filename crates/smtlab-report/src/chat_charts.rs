@@ -10,7 +10,7 @@ use smtlab_types::extras::chat;
 use smtlab_types::Program;
 
 use crate::charts::ChartSpec;
-use crate::draw::{Line, LinePlot, Plot, Scale, Xy};
+use crate::plot::{Line, LinePlot, Plot, Scale, Xy};
 
 /// The heading the charts come under in a report.
 const GROUP: &str = "chat servers";

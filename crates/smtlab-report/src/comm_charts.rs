@@ -10,7 +10,7 @@ use smtlab_types::extras::dsm;
 use smtlab_types::{Comm, Program};
 
 use crate::charts::{slug, ChartSpec};
-use crate::draw::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
+use crate::plot::{Bar, BarPlot, Line, LinePlot, Plot, Scale, Xy};
 
 /// The application, mechanism and ranks per node of a DSM point.
 fn ranks_of(p: &PointData) -> Option<(&str, Comm, usize)> {

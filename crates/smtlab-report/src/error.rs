@@ -1,10 +1,9 @@
 //! Why a report could not be written ([`ReportError`]); each names the
-//! file at fault. Uses `draw` (for its error).
+//! file at fault. Why a chart could not be drawn ([`DrawError`]). Uses no
+//! other module of this crate.
 
 use std::io;
 use std::path::PathBuf;
-
-use crate::draw::DrawError;
 
 /// Why a report could not be written; each names the file at fault.
 #[derive(Debug, thiserror::Error)]
@@ -27,4 +26,17 @@ pub enum ReportError {
         path: PathBuf,
         source: minijinja::Error,
     },
+}
+
+/// Why a chart could not be drawn. plotters' errors are generic over the
+/// drawing backend (SVG string, bitmap file), so what they say is kept as
+/// text rather than as one type per backend.
+#[derive(Debug, thiserror::Error)]
+pub enum DrawError {
+    #[error("the embedded DejaVu Sans font did not load")]
+    Font,
+    #[error("embedded font: {0}")]
+    InvalidFont(#[from] ab_glyph::InvalidFont),
+    #[error("{0}")]
+    Backend(String),
 }

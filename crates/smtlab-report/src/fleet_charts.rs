@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use smtlab_analyse::fleet::{Fleet, FleetWorkload};
 
 use crate::charts::{slug, ChartSpec};
-use crate::draw::{Line, LinePlot, Plot, Scale, Xy};
+use crate::plot::{Line, LinePlot, Plot, Scale, Xy};
 
 /// One chart per workload with a line; the workloads without one are
 /// named in the returned notes.

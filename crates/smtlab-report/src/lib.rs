@@ -18,10 +18,12 @@
 //!
 //! One file per format, each a `Writer` (`writer.rs`) named after the file it
 //! writes (`samples_csv`, `results_json`, `summary_md`, `report_html`);
-//! `charts` decides which charts a run gets, `draw` renders them with
-//! plotters (an embedded font, `text` for crisp PNG text), `chart_files`
-//! writes them, `format` holds the formatting the page and the summary
-//! share. [`write_report`] computes the shared parts once and runs the
+//! `charts` decides which charts a run gets and describes each as a `plot`;
+//! `draw` renders them with plotters, each kind by its own module
+//! (`line_chart`, `bar_chart`, `grid_chart`) over the shared `axis`
+//! arithmetic, `legend`, `style` and embedded `font` (`text` for crisp PNG
+//! text); `chart_files` writes them, `format` holds the formatting the
+//! page and the summary share. [`write_report`] computes the shared parts once and runs the
 //! writers in a fixed order.
 //!
 //! A fleet (the merged stores of many hosts) has a report of its own
@@ -33,6 +35,8 @@
 //! of its own except per-sample context-switch rates for a chart. Called by
 //! the report pipeline of `smtlab-study`.
 
+mod axis;
+mod bar_chart;
 mod chart_files;
 mod charts;
 mod chat_charts;
@@ -41,16 +45,22 @@ mod draw;
 mod error;
 mod fleet_charts;
 mod fleet_report;
+mod font;
 mod format;
+mod grid_chart;
 mod input;
+mod legend;
+mod line_chart;
 mod pairs_charts;
 mod pairs_report;
 mod placement_charts;
+mod plot;
 mod render_check;
 mod report_html;
 mod results_json;
 mod samples_csv;
 mod smt_charts;
+mod style;
 mod summary_md;
 mod text;
 mod write_report;
@@ -59,8 +69,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use draw::DrawError;
-pub use error::ReportError;
+pub use error::{DrawError, ReportError};
 pub use fleet_report::{
     default_fleet_dir, fleet_json, fleet_tables, write_fleet_report, FleetFiles, FleetTables,
     FLEET_SCHEMA,

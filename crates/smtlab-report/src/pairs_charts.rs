@@ -13,20 +13,21 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters::style::{register_font, FontStyle, FontTransform};
+use plotters::style::FontTransform;
 use smtlab_analyse::pairs::analysis::{PairsAnalysis, RerandomizedJson};
 use smtlab_analyse::pairs::pair_names;
 
 use crate::chart_files;
 use crate::charts::ChartSpec;
-use crate::draw::{DrawError, Line, LinePlot, Plot, Scale, Xy, PNG_SCALE};
-use crate::error::ReportError;
+use crate::draw::{png_of, svg_of};
+use crate::error::{DrawError, ReportError};
+use crate::font::{ensure_font, measure};
+use crate::plot::{Line, LinePlot, Plot, Scale, Xy};
+use crate::style::{backend_error, DrawResult};
 use crate::writer::write_file;
 
 /// The heading the charts come under in a report.
@@ -43,12 +44,6 @@ const HEATMAP_MAX: usize = 100;
 /// Past this many programs the matrix is not written into the page as a
 /// table either (the heatmap chart still shows it).
 const TABLE_MAX: usize = 40;
-
-/// DejaVu Sans, the font `draw` embeds, for the heatmap's text: `draw`
-/// keeps its copy private, and rustc stores identical constant data once,
-/// so the binary holds the font once (checked: same address).
-const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
 
 fn xy(x: f64, y: f64) -> Xy {
     Xy { x, y, err: None }
@@ -213,24 +208,6 @@ pub(crate) fn heatmap(a: &PairsAnalysis) -> Vec<(String, Vec<HeatCell>)> {
         .collect()
 }
 
-/// Register the font with plotters (it measures SVG text with it); once.
-fn ensure_font() -> Result<(), DrawError> {
-    static LOADED: OnceLock<bool> = OnceLock::new();
-    let ok = *LOADED.get_or_init(|| register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
-    ok.then_some(()).ok_or(DrawError::Font)
-}
-
-/// Width of `text` at `size` pixels, for the layout (before any backend
-/// exists to measure it).
-fn text_width(text: &str, size: f64) -> Result<f64, DrawError> {
-    let font = FontRef::try_from_slice(FONT)?;
-    let f = font.as_scaled(PxScale::from(size as f32));
-    Ok(text
-        .chars()
-        .map(|c| f64::from(f.h_advance(f.glyph_id(c))))
-        .sum())
-}
-
 /// A name cut to 18 characters: labels must not push the grid off the
 /// chart.
 fn short(name: &str) -> String {
@@ -256,7 +233,7 @@ struct Layout {
     height: u32,
 }
 
-fn layout(a: &PairsAnalysis) -> Result<Layout, DrawError> {
+fn layout(a: &PairsAnalysis) -> Layout {
     let n = a.programs.len().max(1) as f64;
     // The grid is about 640 pixels across, whatever the count.
     let cell = (640.0 / n).clamp(4.0, 56.0);
@@ -265,7 +242,7 @@ fn layout(a: &PairsAnalysis) -> Result<Layout, DrawError> {
     let mut label_w: f64 = 0.0;
     if names {
         for p in &a.programs {
-            label_w = label_w.max(text_width(&short(p), label_size)?);
+            label_w = label_w.max(measure(&short(p), label_size));
         }
     }
     let left = 16.0 + if names { label_w + 8.0 } else { 0.0 };
@@ -274,7 +251,7 @@ fn layout(a: &PairsAnalysis) -> Result<Layout, DrawError> {
     // Right of the grid: the colour scale and its labels.
     let width = (left + grid + 24.0 + 18.0 + 56.0).ceil() as u32;
     let height = (top + grid + 20.0).ceil() as u32;
-    Ok(Layout {
+    Layout {
         cell,
         left,
         top,
@@ -283,10 +260,8 @@ fn layout(a: &PairsAnalysis) -> Result<Layout, DrawError> {
         values: cell >= 30.0,
         width,
         height,
-    })
+    }
 }
-
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// The heatmap: one square per pair, coloured by WS, its value written in
 /// it when it fits, the names along the top and the left, and the colour
@@ -298,7 +273,7 @@ fn draw_heatmap<DB: DrawingBackend>(
     s: f64,
 ) -> DrawResult<DB> {
     let px = |v: f64| (v * s).round() as i32;
-    let font = |size: f64| (FAMILY, size * s).into_font().color(&BLACK);
+    let font = |size: f64| crate::font::font(size * s);
     root.fill(&WHITE)?;
     root.draw(&Text::new(
         "Pair matrix: weighted speedup WS(i,j)",
@@ -381,37 +356,23 @@ fn draw_heatmap<DB: DrawingBackend>(
     Ok(())
 }
 
-fn backend_error(e: impl std::fmt::Display) -> DrawError {
-    DrawError::Backend(e.to_string())
-}
-
 /// The heatmap as SVG text.
 fn heatmap_svg(a: &PairsAnalysis) -> Result<String, DrawError> {
     ensure_font()?;
-    let l = layout(a)?;
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (l.width, l.height)).into_drawing_area();
-        draw_heatmap(&root, a, &l, 1.0).map_err(backend_error)?;
-        root.present().map_err(backend_error)?;
-    }
-    Ok(buf)
+    let l = layout(a);
+    svg_of((l.width, l.height), |root, s| {
+        draw_heatmap(root, a, &l, s).map_err(backend_error)
+    })
 }
 
 /// The heatmap as a PNG file (text drawn by `text`'s `CrispText`, as in
 /// every other PNG chart).
 fn heatmap_png(a: &PairsAnalysis, path: &Path) -> Result<(), DrawError> {
     ensure_font()?;
-    let l = layout(a)?;
-    let size = (
-        (f64::from(l.width) * PNG_SCALE).round() as u32,
-        (f64::from(l.height) * PNG_SCALE).round() as u32,
-    );
-    let backend = crate::text::CrispText::new(BitMapBackend::new(path, size), FONT)?;
-    let root = backend.into_drawing_area();
-    draw_heatmap(&root, a, &l, PNG_SCALE).map_err(backend_error)?;
-    root.present().map_err(backend_error)?;
-    Ok(())
+    let l = layout(a);
+    png_of((l.width, l.height), path, |root, s| {
+        draw_heatmap(root, a, &l, s).map_err(backend_error)
+    })
 }
 
 /// A chart drawn for the page: its title, caption and SVG text.

@@ -28,8 +28,8 @@
 use smtlab_topology::{Pu, Topology};
 use smtlab_types::{CpuSet, Point};
 
-use crate::draw::{GridColumn, GridPlot, GridRow, GridSpan, Plot};
 use crate::input::ReportInput;
+use crate::plot::{GridColumn, GridPlot, GridRow, GridSpan, Plot};
 
 /// The chart's file stem (`charts/placement-map.svg`; `fig-placement-map`
 /// in the page).

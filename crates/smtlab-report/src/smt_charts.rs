@@ -17,8 +17,8 @@
 
 use std::collections::HashSet;
 
-use crate::draw::{Line, LinePlot, Plot, Scale, Xy};
 use crate::input::ReportInput;
+use crate::plot::{Line, LinePlot, Plot, Scale, Xy};
 use smtlab_analyse::analysis::SmtYield;
 
 /// The kind of the chart: its name is `smt-<program slug>`.
