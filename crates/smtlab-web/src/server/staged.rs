@@ -509,6 +509,28 @@ fn run_poll_stage<S: PollStage>(mut stage: S) {
     }
 }
 
+/// Wait for `interest` on `item`'s socket: registered with the stage's
+/// poll under its slot in `conns`, or given back if it cannot be.
+fn park<T>(
+    poll: &Poll,
+    conns: &mut Slab<T>,
+    mut item: T,
+    interest: Interest,
+    stream: impl Fn(&mut T) -> &mut mio::net::TcpStream,
+) -> Result<(), T> {
+    let slot = conns.vacant_entry();
+    match poll
+        .registry()
+        .register(stream(&mut item), Token(slot.key()), interest)
+    {
+        Ok(()) => {
+            slot.insert(item);
+            Ok(())
+        }
+        Err(_) => Err(item),
+    }
+}
+
 /// A read stage thread.
 struct ReadStage {
     poll: Poll,
@@ -549,17 +571,11 @@ impl PollStage for ReadStage {
             // waiting: try before registering, which costs a system call.
             match step_read(&mut conn, &mut self.scratch) {
                 Act::Wait => {
-                    let slot = self.conns.vacant_entry();
-                    let registered = self.poll.registry().register(
-                        &mut conn.stream,
-                        Token(slot.key()),
-                        Interest::READABLE,
-                    );
-                    match registered {
-                        Ok(()) => {
-                            slot.insert(conn);
-                        }
-                        Err(_) => conn.close(End::Failed),
+                    let parked = park(&self.poll, &mut self.conns, conn, Interest::READABLE, |c| {
+                        &mut c.stream
+                    });
+                    if let Err(conn) = parked {
+                        conn.close(End::Failed);
                     }
                 }
                 Act::Hand(wanted) => self.forward(conn, wanted),
@@ -687,17 +703,11 @@ impl PollStage for SendStage {
             // only when it is full.
             match step_send(&mut job, &self.shared) {
                 Act::Wait => {
-                    let slot = self.conns.vacant_entry();
-                    let registered = self.poll.registry().register(
-                        &mut job.conn.stream,
-                        Token(slot.key()),
-                        Interest::WRITABLE,
-                    );
-                    match registered {
-                        Ok(()) => {
-                            slot.insert(job);
-                        }
-                        Err(_) => job.conn.close(End::Failed),
+                    let parked = park(&self.poll, &mut self.conns, job, Interest::WRITABLE, |j| {
+                        &mut j.conn.stream
+                    });
+                    if let Err(job) = parked {
+                        job.conn.close(End::Failed);
                     }
                 }
                 Act::Hand(keep_alive) => self.finish(job.conn, keep_alive),
