@@ -6,7 +6,10 @@
 //! point before anything runs without building the DSM; the DSM
 //! (`smtlab-dsm`) uses the same table and re-exports it.
 
+pub mod error;
 pub mod params;
+
+pub use error::DsmParamError;
 
 pub use params::{
     check_params, max_region_pages, pages_of, region_pages, DsmParams, DsmPointParams, RanksFrom,

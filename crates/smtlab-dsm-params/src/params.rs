@@ -10,6 +10,8 @@ use smtlab_msg::Config;
 
 use smtlab_sys::DSM_PAGE;
 
+use crate::error::DsmParamError;
+
 /// The pages an allocation of `words` words takes: whole pages, at least
 /// one (every allocation starts a page of its own). The DSM's region lays
 /// out its allocations so; the sizing here must agree.
@@ -32,7 +34,7 @@ pub struct DsmParams {
 }
 
 impl DsmParams {
-    pub fn parse(params: &BTreeMap<String, String>) -> Result<DsmParams, String> {
+    pub fn parse(params: &BTreeMap<String, String>) -> Result<DsmParams, DsmParamError> {
         let mut p = DsmParams {
             loss: 0.0,
             per_node: 1,
@@ -42,15 +44,16 @@ impl DsmParams {
                 .parse::<f64>()
                 .ok()
                 .filter(|l| (0.0..=MAX_LOSS).contains(l))
-                .ok_or_else(|| {
-                    format!("--param loss={v}: expected a fraction from 0 to {MAX_LOSS}")
+                .ok_or_else(|| DsmParamError::Loss {
+                    value: v.clone(),
+                    most: MAX_LOSS,
                 })?;
         }
         if let Some(v) = params.get("per_node") {
             p.per_node = match v.as_str() {
                 "1" => 1,
                 "2" => 2,
-                _ => return Err(format!("--param per_node={v}: expected 1 or 2")),
+                _ => return Err(DsmParamError::PerNode(v.clone())),
             };
         }
         Ok(p)
@@ -86,30 +89,37 @@ pub struct DsmPointParams {
 impl DsmPointParams {
     /// Parse application `app`'s parameters and the DSM's; the message
     /// names the parameter at fault.
-    pub fn parse(app: &str, params: &BTreeMap<String, String>) -> Result<DsmPointParams, String> {
+    pub fn parse(
+        app: &str,
+        params: &BTreeMap<String, String>,
+    ) -> Result<DsmPointParams, DsmParamError> {
         let app_params = app
             .parse()
-            .map_err(|_| format!("--workload {app}: not a DSM application (sor, lu, tsp)"))?;
-        let app = AppParams::parse(app_params, params).map_err(|e| e.to_string())?;
+            .map_err(|_| DsmParamError::NotAnApp(app.to_string()))?;
+        let app =
+            AppParams::parse(app_params, params).map_err(|e| DsmParamError::App(e.to_string()))?;
         let dsm = DsmParams::parse(params)?;
         Ok(DsmPointParams { app, dsm })
     }
 
     /// Check a rank count (which `from` gave) against these parameters:
     /// bounds, whole nodes, the region it makes.
-    pub fn check_ranks(&self, ranks: usize, from: RanksFrom) -> Result<(), String> {
+    pub fn check_ranks(&self, ranks: usize, from: RanksFrom) -> Result<(), DsmParamError> {
         let named = from.name(ranks);
         if ranks < 2 {
-            return Err(format!("{named}: a DSM application needs at least 2 ranks"));
+            return Err(DsmParamError::TooFewRanks { named });
         }
         if ranks > MAX_RANKS {
-            return Err(format!("{named}: at most {MAX_RANKS} ranks"));
+            return Err(DsmParamError::TooManyRanks {
+                named,
+                most: MAX_RANKS,
+            });
         }
         if ranks % self.dsm.per_node != 0 {
-            return Err(format!(
-                "{named}: with per_node={} the ranks must fill whole nodes (a multiple of {})",
-                self.dsm.per_node, self.dsm.per_node
-            ));
+            return Err(DsmParamError::PartNode {
+                named,
+                per_node: self.dsm.per_node,
+            });
         }
         check_region(region_pages(&self.app, ranks), &self.app)
     }
@@ -123,7 +133,7 @@ pub fn check_params(
     params: &BTreeMap<String, String>,
     ranks: usize,
     from: RanksFrom,
-) -> Result<(), String> {
+) -> Result<(), DsmParamError> {
     DsmPointParams::parse(app, params)?.check_ranks(ranks, from)
 }
 
@@ -148,15 +158,14 @@ pub fn max_region_pages() -> usize {
 /// Refuse a region larger than [`max_region_pages`], naming the problem
 /// (no size the parameters' ranges allow reaches it: a guard for ranges
 /// widened later).
-fn check_region(pages: usize, app: &AppParams) -> Result<(), String> {
+fn check_region(pages: usize, app: &AppParams) -> Result<(), DsmParamError> {
     let most = max_region_pages();
     if pages > most {
-        return Err(format!(
-            "--param: {app} needs a shared region of {} MiB; the DSM holds at most {} MiB \
-             (a list of written pages must fit one message): choose a smaller problem",
-            (pages * DSM_PAGE) >> 20,
-            (most * DSM_PAGE) >> 20
-        ));
+        return Err(DsmParamError::RegionTooLarge {
+            app: app.to_string(),
+            mib: (pages * DSM_PAGE) >> 20,
+            most_mib: (most * DSM_PAGE) >> 20,
+        });
     }
     Ok(())
 }
@@ -231,7 +240,7 @@ mod tests {
         });
         let most = max_region_pages();
         assert_eq!(check_region(most, &app), Ok(()));
-        let e = check_region(most + 1, &app).unwrap_err();
+        let e = check_region(most + 1, &app).unwrap_err().to_string();
         assert!(
             e.starts_with("--param: sor n=8 iterations=1 needs a shared region of"),
             "{e}"
@@ -242,17 +251,23 @@ mod tests {
     #[test]
     fn a_rank_count_is_named_by_what_gave_it() {
         let none = BTreeMap::new();
-        let e = check_params("sor", &none, 99_999_999_999, RanksFrom::Threads).unwrap_err();
+        let e = check_params("sor", &none, 99_999_999_999, RanksFrom::Threads)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "--threads 99999999999: at most 64 ranks");
         let from = RanksFrom::Var("OMPI_COMM_WORLD_SIZE");
-        let e = check_params("sor", &none, 99_999_999_999, from).unwrap_err();
+        let e = check_params("sor", &none, 99_999_999_999, from)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "OMPI_COMM_WORLD_SIZE=99999999999: at most 64 ranks");
-        let e = check_params("sor", &none, 1, from).unwrap_err();
+        let e = check_params("sor", &none, 1, from).unwrap_err().to_string();
         assert_eq!(
             e,
             "OMPI_COMM_WORLD_SIZE=1: a DSM application needs at least 2 ranks"
         );
-        let e = check_params("sor", &map(&[("per_node", "2")]), 3, from).unwrap_err();
+        let e = check_params("sor", &map(&[("per_node", "2")]), 3, from)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("OMPI_COMM_WORLD_SIZE=3: with per_node=2"),
             "{e}"
@@ -267,11 +282,18 @@ mod tests {
         let p = DsmPointParams::parse("sor", &map(&[("per_node", "2"), ("loss", "0.1")])).unwrap();
         assert_eq!((p.dsm.per_node, p.dsm.loss), (2, 0.1));
         assert_eq!(p.check_ranks(4, RanksFrom::Threads), Ok(()));
-        let e = p.check_ranks(3, RanksFrom::Threads).unwrap_err();
+        let e = p
+            .check_ranks(3, RanksFrom::Threads)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--threads 3: with per_node=2"), "{e}");
-        let e = DsmPointParams::parse("sor", &map(&[("loss", "2")])).unwrap_err();
+        let e = DsmPointParams::parse("sor", &map(&[("loss", "2")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--param loss=2: "), "{e}");
-        let e = DsmPointParams::parse("fft", &map(&[])).unwrap_err();
+        let e = DsmPointParams::parse("fft", &map(&[]))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "--workload fft: not a DSM application (sor, lu, tsp)");
     }
 }

@@ -75,7 +75,7 @@ fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
         .parse()
         .map_err(|_| fail(format!("`{}` is not a DSM application", args.app)))?;
     let app_params = AppParams::parse(app, &args.params).map_err(|e| fail(e.to_string()))?;
-    let dsm = DsmParams::parse(&args.params).map_err(fail)?;
+    let dsm = DsmParams::parse(&args.params).map_err(|e| fail(e.to_string()))?;
     let pages = region_pages(&app_params, args.ranks);
     let (node, threads) = start_node(args, dsm.loss, pages)?;
 
