@@ -43,10 +43,11 @@ use super::config::ChatLoadConfig;
 use super::connection::{split_lines, Connect, Connection, Incoming};
 use super::error::{seconds, ChatLoadError};
 use super::finish::Finish;
-use super::message::{self, Header, Line};
+use super::message::{self, Header};
 use super::record::{ErrorKind, Record};
 use super::schedule::Schedule;
 use super::window::Window;
+use crate::server::irc::{self, Message as Line};
 use smtlab_serving::cpu::thread_cpu_time;
 
 /// Bytes read from a socket at once.
@@ -664,7 +665,7 @@ impl<'a> Thread<'a> {
         if self.members[k].phase == Phase::Gone {
             return;
         }
-        let Some(l) = Line::parse(line) else {
+        let Some(l) = irc::parse(line) else {
             if !line.is_empty() {
                 self.record.error(ErrorKind::Parse);
             }

@@ -1,8 +1,9 @@
 //! IRC lines as the load generator writes and reads them (RFC 2812,
 //! section 2.3): the commands of a client's set-up (`NICK`, `USER`,
-//! `JOIN`, `PONG`), the `PRIVMSG` that carries a measured message, and a
-//! parser that splits whatever the server sends into prefix, command and
-//! parameters without allocating (every delivery goes through it).
+//! `JOIN`, `PONG`), and the `PRIVMSG` that carries a measured message.
+//! What the server sends is split by the chat server's own RFC 2812
+//! parser (`server::irc`), which allocates nothing (every delivery goes
+//! through it).
 //!
 //! A measured message's text says who sent it, which of its sender's
 //! messages it is and when its latency starts, in fixed-width hex, padded
@@ -11,10 +12,6 @@
 //! makes every message of a run the same length on the wire.
 
 use std::fmt::Write as _;
-
-/// The most parameters an IRC message has (RFC 2812: 14 plus the trailing
-/// one); more are folded into the last.
-const MAX_PARAMS: usize = 15;
 
 /// The header of a measured message's text: `sender seq time`, 8 + 1 + 8 +
 /// 1 + 16 hex digits and spaces.
@@ -123,95 +120,6 @@ fn hex(digits: &[u8]) -> Option<u64> {
     })
 }
 
-/// One line from the server, split (without its CR LF).
-#[derive(Debug, Clone, Copy)]
-pub struct Line<'a> {
-    pub command: &'a [u8],
-    params: [&'a [u8]; MAX_PARAMS],
-    count: usize,
-}
-
-impl<'a> Line<'a> {
-    /// Split `line` (CR LF already removed); `None` for an empty line or
-    /// one without a command.
-    pub fn parse(line: &'a [u8]) -> Option<Line<'a>> {
-        // The prefix (`nick!user@host` or a server) is not needed: a
-        // message's sender is in its text.
-        let mut rest = line;
-        if let Some(p) = rest.strip_prefix(b":") {
-            rest = split_word(p).1;
-        }
-        let (command, mut rest) = split_word(rest);
-        if command.is_empty() {
-            return None;
-        }
-        let mut params = [&[][..]; MAX_PARAMS];
-        let mut count = 0;
-        while !rest.is_empty() {
-            if let Some(trailing) = rest.strip_prefix(b":") {
-                params[count] = trailing;
-                count += 1;
-                break;
-            }
-            if count == MAX_PARAMS - 1 {
-                params[count] = rest;
-                count += 1;
-                break;
-            }
-            let (word, after) = split_word(rest);
-            params[count] = word;
-            count += 1;
-            rest = after;
-        }
-        Some(Line {
-            command,
-            params,
-            count,
-        })
-    }
-
-    pub fn param(&self, i: usize) -> Option<&'a [u8]> {
-        (i < self.count).then(|| self.params[i])
-    }
-
-    pub fn last(&self) -> Option<&'a [u8]> {
-        self.count.checked_sub(1).map(|i| self.params[i])
-    }
-
-    /// The numeric reply's code (`001`, `366`, `433`), if it is one.
-    pub fn numeric(&self) -> Option<u16> {
-        if self.command.len() != 3 || !self.command.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        Some(
-            self.command
-                .iter()
-                .fold(0u16, |acc, &d| acc * 10 + u16::from(d - b'0')),
-        )
-    }
-
-    /// `code text` of a numeric error reply, for a reason: `433 Nickname
-    /// already in use`.
-    pub fn reason(&self) -> String {
-        let text = self.last().map(String::from_utf8_lossy).unwrap_or_default();
-        format!("{} {}", String::from_utf8_lossy(self.command), text.trim())
-    }
-}
-
-/// The word up to the next space, and what follows the spaces after it.
-fn split_word(s: &[u8]) -> (&[u8], &[u8]) {
-    match s.iter().position(|&b| b == b' ') {
-        Some(i) => {
-            let mut rest = &s[i + 1..];
-            while let Some(r) = rest.strip_prefix(b" ") {
-                rest = r;
-            }
-            (&s[..i], rest)
-        }
-        None => (s, &[]),
-    }
-}
-
 /// Channel names compare without case (RFC 2812 section 2.2: the
 /// Scandinavian `{}|^` are the lower case of `[]\~`).
 pub fn same_name(a: &[u8], b: &[u8]) -> bool {
@@ -239,6 +147,7 @@ impl std::fmt::Write for Bytes<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::irc;
 
     #[test]
     fn nicks_are_short_base_36() {
@@ -262,14 +171,14 @@ mod tests {
         assert!(line.starts_with("PRIVMSG #c1 :0000270f 075bcd15 0123456789abcdef"));
         assert!(line.ends_with("xx\r\n"));
         assert_eq!(out.len(), "PRIVMSG #c1 :".len() + 64 + 2);
-        let parsed = Line::parse(&out[..out.len() - 2]).unwrap();
+        let parsed = irc::parse(&out[..out.len() - 2]).unwrap();
         assert_eq!(parsed.command, b"PRIVMSG");
         assert_eq!(parsed.param(0), Some(&b"#c1"[..]));
         assert_eq!(parse_text(parsed.last().unwrap(), 64), Some(h));
         // Shortest text: the header alone.
         out.clear();
         write_privmsg(&mut out, "#c", h, HEADER_BYTES);
-        let parsed = Line::parse(&out[..out.len() - 2]).unwrap();
+        let parsed = irc::parse(&out[..out.len() - 2]).unwrap();
         assert_eq!(parse_text(parsed.last().unwrap(), HEADER_BYTES), Some(h));
     }
 
@@ -297,27 +206,27 @@ mod tests {
 
     #[test]
     fn server_lines_split_into_prefix_command_and_params() {
-        let l = Line::parse(b":irc.test 433 * s1 :Nickname already in use").unwrap();
+        let l = irc::parse(b":irc.test 433 * s1 :Nickname already in use").unwrap();
         assert_eq!(l.numeric(), Some(433));
         assert_eq!(l.param(0), Some(&b"*"[..]));
         assert_eq!(l.param(3), None);
         assert_eq!(l.reason(), "433 Nickname already in use");
-        let l = Line::parse(b"PING :abc def").unwrap();
+        let l = irc::parse(b"PING :abc def").unwrap();
         assert_eq!(l.command, b"PING");
         assert_eq!(l.last(), Some(&b"abc def"[..]));
-        let l = Line::parse(b":s1!~s1@127.0.0.1  PRIVMSG  #c0 :hi :there").unwrap();
+        let l = irc::parse(b":s1!~s1@127.0.0.1  PRIVMSG  #c0 :hi :there").unwrap();
         assert_eq!(l.command, b"PRIVMSG");
         assert_eq!(l.param(0), Some(&b"#c0"[..]));
         assert_eq!(l.param(1), Some(&b"hi :there"[..]));
         assert_eq!(l.numeric(), None);
-        let l = Line::parse(b":srv 366 s1 #c0 :End of NAMES list").unwrap();
+        let l = irc::parse(b":srv 366 s1 #c0 :End of NAMES list").unwrap();
         assert_eq!(l.param(1), Some(&b"#c0"[..]));
-        assert!(Line::parse(b"").is_none());
-        assert!(Line::parse(b":prefixonly").is_none());
+        assert!(irc::parse(b"").is_none());
+        assert!(irc::parse(b":prefixonly").is_none());
         let many = b"CMD 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16";
-        let l = Line::parse(many).unwrap();
-        assert_eq!(l.param(MAX_PARAMS - 1), Some(&b"15 16"[..]));
-        assert_eq!(l.param(MAX_PARAMS), None);
+        let l = irc::parse(many).unwrap();
+        assert_eq!(l.param(irc::MAX_PARAMS - 1), Some(&b"15 16"[..]));
+        assert_eq!(l.param(irc::MAX_PARAMS), None);
         assert_eq!(l.last(), Some(&b"15 16"[..]));
         let mut out = Vec::new();
         write_registration(&mut out, "s1");

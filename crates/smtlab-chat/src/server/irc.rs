@@ -44,6 +44,30 @@ impl<'a> Message<'a> {
     pub fn command_upper(&self) -> Vec<u8> {
         self.command.to_ascii_uppercase()
     }
+
+    /// The last parameter (a reply's text).
+    pub fn last(&self) -> Option<&'a [u8]> {
+        self.params().last().copied()
+    }
+
+    /// The numeric reply's code (`001`, `366`, `433`), if it is one.
+    pub fn numeric(&self) -> Option<u16> {
+        if self.command.len() != 3 || !self.command.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(
+            self.command
+                .iter()
+                .fold(0u16, |acc, &d| acc * 10 + u16::from(d - b'0')),
+        )
+    }
+
+    /// `code text` of a numeric error reply, for a reason: `433 Nickname
+    /// already in use`.
+    pub fn reason(&self) -> String {
+        let text = self.last().map(String::from_utf8_lossy).unwrap_or_default();
+        format!("{} {}", String::from_utf8_lossy(self.command), text.trim())
+    }
 }
 
 /// Parses one line (without its CR LF). `None` for a line with no command
