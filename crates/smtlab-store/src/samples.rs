@@ -251,51 +251,49 @@ impl Store {
         let err = |e| self.err(format!("reading the samples of point {point_id}"), e);
         let mut samples: Vec<Sample> = Vec::new();
         let mut by_id: HashMap<i64, usize> = HashMap::new();
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT id, seq, warmup, status, reason, started_at, wall_s, ops, metric, \
-                 user_s, sys_s, voluntary_cs, involuntary_cs, minor_faults, major_faults, \
-                 migrations, peak_rss_kb, pss_kb, anon_huge_kb, extras_json \
-                 FROM samples WHERE point_id = ?1 ORDER BY seq",
-            )
-            .map_err(err)?;
-        let mut rows = st.query([point_id]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            let sample = (|| {
-                Ok::<_, rusqlite::Error>(Sample {
-                    seq: r.get(1)?,
-                    warmup: r.get(2)?,
-                    status: parse_col(r, 3, SampleStatus::parse, "sample status")?,
-                    reason: r.get(4)?,
-                    started_at: real_or_nan(r, 5)?,
-                    wall_s: real_or_nan(r, 6)?,
-                    ops: r.get(7)?,
-                    metric: r.get(8)?,
-                    usage: ResourceUsage {
-                        user_s: r.get(9)?,
-                        sys_s: r.get(10)?,
-                        voluntary_cs: r.get(11)?,
-                        involuntary_cs: r.get(12)?,
-                        minor_faults: r.get(13)?,
-                        major_faults: r.get(14)?,
-                        migrations: r.get(15)?,
-                        peak_rss_kb: r.get(16)?,
-                        pss_kb: r.get(17)?,
-                        anon_huge_kb: r.get(18)?,
-                    },
-                    counters: Vec::new(),
-                    workers: Vec::new(),
-                    extras: match r.get_ref(19)? {
-                        rusqlite::types::ValueRef::Null => Default::default(),
-                        _ => json_col(r, 19)?,
-                    },
-                })
-            })()
-            .map_err(err)?;
-            by_id.insert(r.get(0).map_err(err)?, samples.len());
-            samples.push(sample);
-        }
+        self.each_row(
+            "SELECT id, seq, warmup, status, reason, started_at, wall_s, ops, metric, \
+             user_s, sys_s, voluntary_cs, involuntary_cs, minor_faults, major_faults, \
+             migrations, peak_rss_kb, pss_kb, anon_huge_kb, extras_json \
+             FROM samples WHERE point_id = ?1 ORDER BY seq",
+            point_id,
+            |r| {
+                let sample = (|| {
+                    Ok::<_, rusqlite::Error>(Sample {
+                        seq: r.get(1)?,
+                        warmup: r.get(2)?,
+                        status: parse_col(r, 3, SampleStatus::parse, "sample status")?,
+                        reason: r.get(4)?,
+                        started_at: real_or_nan(r, 5)?,
+                        wall_s: real_or_nan(r, 6)?,
+                        ops: r.get(7)?,
+                        metric: r.get(8)?,
+                        usage: ResourceUsage {
+                            user_s: r.get(9)?,
+                            sys_s: r.get(10)?,
+                            voluntary_cs: r.get(11)?,
+                            involuntary_cs: r.get(12)?,
+                            minor_faults: r.get(13)?,
+                            major_faults: r.get(14)?,
+                            migrations: r.get(15)?,
+                            peak_rss_kb: r.get(16)?,
+                            pss_kb: r.get(17)?,
+                            anon_huge_kb: r.get(18)?,
+                        },
+                        counters: Vec::new(),
+                        workers: Vec::new(),
+                        extras: match r.get_ref(19)? {
+                            rusqlite::types::ValueRef::Null => Default::default(),
+                            _ => json_col(r, 19)?,
+                        },
+                    })
+                })()
+                .map_err(err)?;
+                by_id.insert(r.get(0).map_err(err)?, samples.len());
+                samples.push(sample);
+                Ok(())
+            },
+        )?;
         Ok((samples, by_id))
     }
 
@@ -310,39 +308,37 @@ impl Store {
     ) -> Result<HashMap<(usize, usize), usize>, StoreError> {
         let err = |e| self.err(format!("reading the samples of point {point_id}"), e);
         let mut worker_at: HashMap<(usize, usize), usize> = HashMap::new();
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT w.sample_id, w.worker, w.rank, w.thread, w.pid, w.tid, w.cpu, \
-                 w.last_cpu, w.ops, w.start_s, w.end_s \
-                 FROM worker_samples w JOIN samples s ON s.id = w.sample_id \
-                 WHERE s.point_id = ?1 ORDER BY w.id",
-            )
-            .map_err(err)?;
-        let mut rows = st.query([point_id]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            let sample_id: i64 = r.get(0).map_err(err)?;
-            let worker = (|| {
-                Ok::<_, rusqlite::Error>(WorkerSample {
-                    worker: r.get(1)?,
-                    rank: r.get(2)?,
-                    thread: r.get(3)?,
-                    pid: r.get(4)?,
-                    tid: r.get(5)?,
-                    cpu: r.get(6)?,
-                    last_cpu: r.get(7)?,
-                    ops: r.get(8)?,
-                    start_s: real_or_nan(r, 9)?,
-                    end_s: real_or_nan(r, 10)?,
-                    counters: Vec::new(),
-                })
-            })()
-            .map_err(err)?;
-            let si = self.sample_index(by_id, sample_id, point_id)?;
-            let workers = &mut samples[si].workers;
-            worker_at.insert((si, worker.worker), workers.len());
-            workers.push(worker);
-        }
+        self.each_row(
+            "SELECT w.sample_id, w.worker, w.rank, w.thread, w.pid, w.tid, w.cpu, \
+             w.last_cpu, w.ops, w.start_s, w.end_s \
+             FROM worker_samples w JOIN samples s ON s.id = w.sample_id \
+             WHERE s.point_id = ?1 ORDER BY w.id",
+            point_id,
+            |r| {
+                let sample_id: i64 = r.get(0).map_err(err)?;
+                let worker = (|| {
+                    Ok::<_, rusqlite::Error>(WorkerSample {
+                        worker: r.get(1)?,
+                        rank: r.get(2)?,
+                        thread: r.get(3)?,
+                        pid: r.get(4)?,
+                        tid: r.get(5)?,
+                        cpu: r.get(6)?,
+                        last_cpu: r.get(7)?,
+                        ops: r.get(8)?,
+                        start_s: real_or_nan(r, 9)?,
+                        end_s: real_or_nan(r, 10)?,
+                        counters: Vec::new(),
+                    })
+                })()
+                .map_err(err)?;
+                let si = self.sample_index(by_id, sample_id, point_id)?;
+                let workers = &mut samples[si].workers;
+                worker_at.insert((si, worker.worker), workers.len());
+                workers.push(worker);
+                Ok(())
+            },
+        )?;
         Ok(worker_at)
     }
 
@@ -357,47 +353,61 @@ impl Store {
         worker_at: &HashMap<(usize, usize), usize>,
     ) -> Result<(), StoreError> {
         let err = |e| self.err(format!("reading the samples of point {point_id}"), e);
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT c.sample_id, c.worker, c.name, c.scope, c.status, c.raw, c.value, \
-                 c.fraction_running, c.reason \
-                 FROM counters c JOIN samples s ON s.id = c.sample_id \
-                 WHERE s.point_id = ?1 ORDER BY c.id",
-            )
-            .map_err(err)?;
+        self.each_row(
+            "SELECT c.sample_id, c.worker, c.name, c.scope, c.status, c.raw, c.value, \
+             c.fraction_running, c.reason \
+             FROM counters c JOIN samples s ON s.id = c.sample_id \
+             WHERE s.point_id = ?1 ORDER BY c.id",
+            point_id,
+            |r| {
+                let (sample_id, worker, counter) = (|| {
+                    Ok::<_, rusqlite::Error>((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<usize>>(1)?,
+                        CounterValue {
+                            name: r.get(2)?,
+                            scope: parse_col(r, 3, parse_counter_scope, "counter scope")?,
+                            status: parse_col(r, 4, parse_counter_status, "counter status")?,
+                            raw: r.get(5)?,
+                            value: r.get(6)?,
+                            fraction_running: r.get(7)?,
+                            reason: r.get(8)?,
+                        },
+                    ))
+                })()
+                .map_err(err)?;
+                let si = self.sample_index(by_id, sample_id, point_id)?;
+                match worker {
+                    None => samples[si].counters.push(counter),
+                    Some(w) => match worker_at.get(&(si, w)) {
+                        Some(&wi) => samples[si].workers[wi].counters.push(counter),
+                        None => {
+                            return Err(self.invalid(format!(
+                                "corrupt record: a counter of sample {} of point {point_id} \
+                                 names worker {w}, which the sample does not have",
+                                samples[si].seq
+                            )))
+                        }
+                    },
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Run `sql` (its `?1` the point's id) and hand each row to `each`, in
+    /// order: the shape of [`Store::samples`]' three queries.
+    fn each_row(
+        &self,
+        sql: &str,
+        point_id: i64,
+        mut each: impl FnMut(&rusqlite::Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let err = |e| self.err(format!("reading the samples of point {point_id}"), e);
+        let mut st = self.conn.prepare_cached(sql).map_err(err)?;
         let mut rows = st.query([point_id]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
-            let (sample_id, worker, counter) = (|| {
-                Ok::<_, rusqlite::Error>((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<usize>>(1)?,
-                    CounterValue {
-                        name: r.get(2)?,
-                        scope: parse_col(r, 3, parse_counter_scope, "counter scope")?,
-                        status: parse_col(r, 4, parse_counter_status, "counter status")?,
-                        raw: r.get(5)?,
-                        value: r.get(6)?,
-                        fraction_running: r.get(7)?,
-                        reason: r.get(8)?,
-                    },
-                ))
-            })()
-            .map_err(err)?;
-            let si = self.sample_index(by_id, sample_id, point_id)?;
-            match worker {
-                None => samples[si].counters.push(counter),
-                Some(w) => match worker_at.get(&(si, w)) {
-                    Some(&wi) => samples[si].workers[wi].counters.push(counter),
-                    None => {
-                        return Err(self.invalid(format!(
-                            "corrupt record: a counter of sample {} of point {point_id} \
-                             names worker {w}, which the sample does not have",
-                            samples[si].seq
-                        )))
-                    }
-                },
-            }
+            each(r)?;
         }
         Ok(())
     }

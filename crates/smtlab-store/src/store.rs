@@ -43,9 +43,18 @@ impl Store {
         if !path.exists() {
             Store::create(path)?;
         }
-        let conn = Connection::open(path).map_err(|error| StoreError::Sqlite {
+        Store::connect(path, path, "cannot open")
+    }
+
+    /// A store on a new connection to `file`, named `path` in its errors
+    /// (a temporary file is named after the store it becomes), its schema
+    /// made or brought up to date; `context` says what failed when SQLite
+    /// cannot open the file. What [`Store::open`] and [`Store::create`]
+    /// both do.
+    fn connect(file: &Path, path: &Path, context: &str) -> Result<Store, StoreError> {
+        let conn = Connection::open(file).map_err(|error| StoreError::Sqlite {
             path: path.to_path_buf(),
-            context: "cannot open".into(),
+            context: context.into(),
             error,
         })?;
         let store = Store {
@@ -88,18 +97,8 @@ impl Store {
             .map_err(|e| io("cannot create it", e))?
             .into_temp_path();
         {
-            let conn = Connection::open(&tmp).map_err(|error| StoreError::Sqlite {
-                path: path.to_path_buf(),
-                context: "cannot create it".into(),
-                error,
-            })?;
             // Named `path` in its errors: the temporary name means nothing.
-            let store = Store {
-                conn,
-                path: path.to_path_buf(),
-                _tidy: None,
-            };
-            store.init()?;
+            let store = Store::connect(&tmp, path, "cannot create it")?;
             // Its WAL's files are named after the temporary file: all of
             // it into the file, and (closing, the only connection) gone.
             store

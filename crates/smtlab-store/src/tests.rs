@@ -1114,6 +1114,31 @@ fn samples_of_a_store_without_extras_read_back_empty() {
     assert!(back.extras.is_empty());
 }
 
+/// Reading a point's samples takes three queries, each row dealt to its
+/// sample; a counter naming a worker its sample does not have is a damaged
+/// file, said as such (not a panic, not a counter silently dropped).
+#[test]
+fn a_counter_naming_a_worker_the_sample_lacks_is_a_corrupt_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _, point) = store_with_point(dir.path());
+    store.add_sample(point, &full_sample(1)).unwrap();
+    assert_eq!(store.samples(point).unwrap(), vec![full_sample(1)]);
+    let moved = store
+        .conn
+        .execute("UPDATE counters SET worker = 7 WHERE worker = 1", [])
+        .unwrap();
+    assert!(moved > 0);
+    let e = store.samples(point).unwrap_err();
+    assert!(matches!(e, StoreError::Invalid { .. }), "{e:?}");
+    assert!(
+        e.to_string().ends_with(&format!(
+            "corrupt record: a counter of sample 1 of point {point} names worker 7, \
+             which the sample does not have"
+        )),
+        "{e}"
+    );
+}
+
 // ----- issue 15: paths, migrations, concurrent creation -------------------
 
 #[test]
