@@ -17,9 +17,11 @@ use std::collections::BTreeMap;
 
 use smtlab_plan::{expand, PlanError};
 use smtlab_topology::Topology;
+use smtlab_types::cpuset::CpuSet;
 use smtlab_types::{Model, Point, Program, RunSpec, StudyKind, StudyMeta};
 
-use crate::web_plan::client_cpus;
+use crate::client_cpus::{client_cpus, give_client_cpus, shared_core_limit};
+use crate::error::NgircdMissing;
 
 /// The models of smtlab's chat server, the paper's first.
 pub const CHAT_MODELS: [Model; 3] = [Model::Thread2, Model::Thread, Model::Event];
@@ -63,8 +65,9 @@ impl Limits {
     }
 }
 
-/// Whether ngircd can be measured here: `Err` holds why not.
-pub type NgircdHere = Result<(), String>;
+/// Whether ngircd can be measured here: the caller says
+/// ([`NgircdMissing::here`] looks for the binary); `Err` says why not.
+pub type NgircdHere = Result<(), NgircdMissing>;
 
 /// What the user asked of the chat study (all optional).
 #[derive(Debug, Clone, Default)]
@@ -96,11 +99,7 @@ pub fn plan_chat(
     let client = client_cpus(topo);
     let usable = topo.online().intersection(&topo.allowed());
     if client.is_empty() {
-        study_limits.push(
-            "This machine has a single usable core, so the load generator shares the server's \
-             CPUs: every result is marked, and the throughputs are lower bounds."
-                .to_string(),
-        );
+        study_limits.push(shared_core_limit());
     } else {
         notes.push(format!(
             "The load generator runs on CPUs {client}, the servers on the others ({}).",
@@ -109,8 +108,47 @@ pub fn plan_chat(
     }
     let models = models.unwrap_or_else(|| CHAT_MODELS.to_vec());
     let wanted = connections.unwrap_or_else(|| CONNECTIONS.to_vec());
-    // Each connection is a descriptor in the server and one in the load
-    // generator (in smtlab's process).
+    let counts = within_open_files(&wanted, limits, &mut study_limits);
+    let with_ngircd = ngircd.is_ok() && models.contains(&Model::Event);
+    let programs = servers(&counts, &given, &client, with_ngircd);
+    ngircd_sentences(&ngircd, &models, &counts, &mut study_limits, &mut notes);
+    let threads = threads.unwrap_or_else(|| vec![1]);
+    let spec = RunSpec {
+        programs,
+        models: models.clone(),
+        placements: vec!["compact".parse().expect("a study's own placement is valid")],
+        threads,
+        ..base
+    };
+    let mut points = within_threads(expand(topo, &spec)?, limits, &mut study_limits);
+    if counts.iter().any(|&c| c >= 5_000) {
+        notes.push(
+            "Each sample starts a server and registers every client before the first message \
+             (10,000 clients take ngircd about half a minute): the large counts dominate the \
+             study's time."
+                .to_string(),
+        );
+    }
+    for (i, p) in points.iter_mut().enumerate() {
+        p.index = i;
+    }
+    let mut spec = spec;
+    spec.study = Some(StudyMeta {
+        kind: StudyKind::Chat,
+        limits: study_limits,
+        notes,
+    });
+    Ok((spec, points))
+}
+
+/// The connection counts the open-file limit holds: each connection is a
+/// descriptor in the server and one in the load generator (in smtlab's
+/// process). Those past it are said in `study_limits`.
+fn within_open_files(
+    wanted: &[usize],
+    limits: Limits,
+    study_limits: &mut Vec<String>,
+) -> Vec<usize> {
     let fit = limits.nofile.saturating_sub(FD_MARGIN);
     let (counts, too_many): (Vec<usize>, Vec<usize>) =
         wanted.iter().partition(|&&c| c as u64 <= fit);
@@ -123,26 +161,46 @@ pub fn plan_chat(
             limits.nofile
         ));
     }
+    counts
+}
+
+/// smtlab's chat server at every count, and ngircd beside it when
+/// `with_ngircd`; each with the user's parameters and the client CPUs.
+fn servers(
+    counts: &[usize],
+    given: &BTreeMap<String, String>,
+    client: &CpuSet,
+    with_ngircd: bool,
+) -> Vec<Program> {
     let server = |name: &str, c: usize| {
         let mut params = given.clone();
         params.insert("connections".to_string(), c.to_string());
-        if !client.is_empty() && !params.contains_key("client_cpus") {
-            params.insert("client_cpus".to_string(), client.to_string());
-        }
+        give_client_cpus(&mut params, client);
         Program::Server {
             server: name.to_string(),
             params,
         }
     };
     let mut programs = Vec::new();
-    for &c in &counts {
+    for &c in counts {
         programs.push(server("chat", c));
-        if ngircd.is_ok() && models.contains(&Model::Event) {
+        if with_ngircd {
             programs.push(server("ngircd", c));
         }
     }
+    programs
+}
+
+/// What shapes ngircd's numbers (measured and read from its source), or
+/// why it is not measured, or that it needs the event model.
+fn ngircd_sentences(
+    ngircd: &NgircdHere,
+    models: &[Model],
+    counts: &[usize],
+    study_limits: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     if ngircd.is_ok() && !counts.is_empty() {
-        // What shapes ngircd's numbers, measured and read from its source.
         let conf = smtlab_chat::ngircd::NgircdConfig {
             listen: ([127, 0, 0, 1], 6667).into(),
             max_connections: counts.iter().max().copied().unwrap_or(0) + 100,
@@ -150,7 +208,7 @@ pub fn plan_chat(
         };
         notes.extend(smtlab_chat::ngircd::limits_note(&conf));
     }
-    match &ngircd {
+    match ngircd {
         Err(why) => study_limits.push(format!("ngircd is not measured: {why}.")),
         Ok(()) if !models.contains(&Model::Event) => notes.push(
             "ngircd (one process, one thread, one event loop) is measured with the event \
@@ -159,17 +217,19 @@ pub fn plan_chat(
         ),
         Ok(()) => {}
     }
-    let threads = threads.unwrap_or_else(|| vec![1]);
-    let spec = RunSpec {
-        programs,
-        models: models.clone(),
-        placements: vec!["compact".parse().expect("a study's own placement is valid")],
-        threads,
-        ..base
-    };
+}
+
+/// The points whose model the thread limit holds: `thread2` and `thread`
+/// (smtlab's) need a thread per connection (two for `thread2`). Those past
+/// it are said in `study_limits`, by model.
+fn within_threads(
+    expanded: Vec<Point>,
+    limits: Limits,
+    study_limits: &mut Vec<String>,
+) -> Vec<Point> {
     let mut points = Vec::new();
     let mut skipped: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for p in expand(topo, &spec)? {
+    for p in expanded {
         let c = connections_of(&p);
         let need = match p.model {
             Model::Thread2 => 2 * c as u64 + 8,
@@ -198,24 +258,7 @@ pub fn plan_chat(
             limits.threads
         ));
     }
-    if counts.iter().any(|&c| c >= 5_000) {
-        notes.push(
-            "Each sample starts a server and registers every client before the first message \
-             (10,000 clients take ngircd about half a minute): the large counts dominate the \
-             study's time."
-                .to_string(),
-        );
-    }
-    for (i, p) in points.iter_mut().enumerate() {
-        p.index = i;
-    }
-    let mut spec = spec;
-    spec.study = Some(StudyMeta {
-        kind: StudyKind::Chat,
-        limits: study_limits,
-        notes,
-    });
-    Ok((spec, points))
+    points
 }
 
 /// The connections of a chat point (its `connections` parameter).
@@ -239,29 +282,9 @@ fn list(v: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smtlab_types::Spawn;
 
     fn base() -> RunSpec {
-        RunSpec {
-            programs: Vec::new(),
-            comms: Vec::new(),
-            models: Vec::new(),
-            placements: Vec::new(),
-            threads: Vec::new(),
-            allocs: vec!["glibc".into()],
-            spawn: Spawn::Exec,
-            mode: None,
-            metric: None,
-            warmup: 0,
-            min_samples: 1,
-            max_samples: 1,
-            precision: 0.05,
-            max_time_s: 10.0,
-            timeout_s: None,
-            seed: 1,
-            counters: false,
-            study: None,
-        }
+        crate::testing::plan_base(1, 1)
     }
 
     const ROOMY: Limits = Limits {
@@ -308,7 +331,7 @@ mod tests {
                 given,
                 ..ChatAsk::default()
             },
-            Err("not here".into()),
+            Err(NgircdMissing),
             tight,
         )
         .unwrap();
@@ -339,9 +362,8 @@ mod tests {
             "{:?}",
             meta.limits
         );
-        assert!(meta
-            .limits
-            .iter()
-            .any(|l| l.contains("ngircd is not measured: not here")));
+        assert!(meta.limits.iter().any(|l| l
+            == "ngircd is not measured: ngircd is not installed (Debian: apt-get \
+                            install ngircd; scripts/setup.sh installs it)."));
     }
 }

@@ -139,6 +139,29 @@ pub fn per_node_of(p: &Point) -> usize {
     }
 }
 
+/// Whether `app` takes the parameter `key`: its own, or the DSM's.
+fn takes(app: &str, key: &str) -> bool {
+    DSM_PARAMS.contains(&key)
+        || APP_PARAMS
+            .iter()
+            .any(|(a, keys)| *a == app && keys.contains(&key))
+}
+
+/// The parameters `app` runs with in the study: its study size, with the
+/// user's `--param`s that it takes in their place or beside them.
+fn app_params(app: &str, given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut params: BTreeMap<String, String> = study_sizes(app)
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    for (k, v) in given {
+        if takes(app, k) {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    params
+}
+
 /// Plan the communication study; `base` holds sampling, allocators, seed
 /// and counters.
 pub fn plan_comm(
@@ -161,12 +184,6 @@ pub fn plan_comm(
     }
     // Each key to the applications that take it; one that none of the
     // study's applications takes is a mistake, not something to ignore.
-    let takes = |app: &str, key: &str| {
-        DSM_PARAMS.contains(&key)
-            || APP_PARAMS
-                .iter()
-                .any(|(a, keys)| *a == app && keys.contains(&key))
-    };
     if let Some(key) = given
         .keys()
         .find(|k| !apps.iter().any(|a| takes(a, k.as_str())))
@@ -188,15 +205,7 @@ pub fn plan_comm(
     };
     let comms = comms.unwrap_or_else(|| Comm::ALL.to_vec());
     let program = |app: &str, per_node: usize| {
-        let mut params: BTreeMap<String, String> = study_sizes(app)
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        for (k, v) in &given {
-            if takes(app, k) {
-                params.insert(k.clone(), v.clone());
-            }
-        }
+        let mut params = app_params(app, &given);
         params.insert("per_node".into(), per_node.to_string());
         Program::Builtin {
             workload: app.to_string(),
@@ -380,9 +389,38 @@ fn sentences(
     apps: &[String],
     given: &BTreeMap<String, String>,
 ) -> (Vec<String>, Vec<String>) {
-    let mut limits = Vec::new();
+    let limits = machine_limits(usable, ladder);
     let mut notes = Vec::new();
-    let s = |n: usize| if n == 1 { "" } else { "s" };
+    if ladder.last().is_some_and(|&n| n == MAX_RANKS) && usable > MAX_RANKS {
+        notes.push(format!(
+            "The ladder stops at {MAX_RANKS} ranks, the most one DSM run has; this machine has \
+             {usable} usable CPUs."
+        ));
+    }
+    notes.push(layouts_note(nodes, ladder));
+    notes.push(
+        "The ranks are processes on this machine exchanging UDP datagrams over loopback: a \
+         message costs microseconds, where the paper's switched Ethernet took a hundred or more, \
+         so communication is a smaller part of each run than in the paper."
+            .to_string(),
+    );
+    notes.push(sizes_note(apps, given));
+    (limits, notes)
+}
+
+/// `""` for one, `"s"` for any other count.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// What no layout can show, and what this machine's CPUs cannot: ranks
+/// sharing CPUs above them, and no room for the paper's 8 to 16 processors.
+fn machine_limits(usable: usize, ladder: &[usize]) -> Vec<String> {
+    let mut limits = Vec::new();
     // A rank with a processor to spare (the paper's dual-processor node
     // running one process, its communication thread on the other
     // processor) is not a layout the DSM runs: one rank per CPU gives a
@@ -407,7 +445,7 @@ fn sentences(
              CPU), which is neither of the paper's conditions (a processor per process, a node's \
              processors shared by its two processes): those points are measured and shown, but \
              the paper's findings are not judged on them.",
-            s(usable)
+            plural(usable)
         ));
     }
     if usable <= 2 {
@@ -416,15 +454,16 @@ fn sentences(
              paper's growth of waiting time from 8 to 16 processors needs a machine (or a \
              cluster, with `smtlab rank` under mpirun or srun) of 16 CPUs; `--dry-run \
              --synthetic \"core:16\"` shows that plan.",
-            s(usable)
+            plural(usable)
         ));
     }
-    if ladder.last().is_some_and(|&n| n == MAX_RANKS) && usable > MAX_RANKS {
-        notes.push(format!(
-            "The ladder stops at {MAX_RANKS} ranks, the most one DSM run has; this machine has \
-             {usable} usable CPUs."
-        ));
-    }
+    limits
+}
+
+/// How the two layouts place their ranks on this machine: one per core
+/// by `scatter`; two per node on a core's siblings or two adjacent cores,
+/// and by `scatter` at N above twice the nodes.
+fn layouts_note(nodes: &NodeLayout, ladder: &[usize]) -> String {
     let fits: Vec<usize> = ladder
         .iter()
         .copied()
@@ -435,110 +474,86 @@ fn sentences(
         .filter(|&&n| n > 2 * nodes.nodes)
         .map(usize::to_string)
         .collect();
+    if fits.is_empty() {
+        return "Two ranks per node: node k is CPUs 2k and 2k+1 of the scatter order, both ranks \
+                of a node pinned to its two CPUs."
+            .to_string();
+    }
+    let node = node_sentence(nodes);
+    let beyond = if beyond.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " At {} ranks, more than this machine's {} node{} hold, node k is CPUs 2k and \
+             2k+1 of the scatter order.",
+            beyond.join(" and "),
+            nodes.nodes,
+            plural(nodes.nodes)
+        )
+    };
+    format!(
+        "One rank per CPU: the ranks spread one per core, across packages first (placement \
+         scatter), each pinned to its CPU. Two ranks per node: {node}, both ranks of a node \
+         pinned to its two CPUs, the kernel choosing which runs where.{beyond}"
+    )
+}
+
+/// What a node is on this machine: one core's two SMT siblings (cores
+/// with one usable CPU left out), or two adjacent cores without SMT.
+fn node_sentence(nodes: &NodeLayout) -> String {
     let cpu_pair = |c: &[u32]| match c {
         [a, b] => format!("CPUs {a} and {b}"),
         _ => "its CPUs".to_string(),
     };
-    notes.push(if fits.is_empty() {
-        "Two ranks per node: node k is CPUs 2k and 2k+1 of the scatter order, both ranks of a \
-         node pinned to its two CPUs."
-            .to_string()
-    } else {
-        let node = if nodes.siblings {
-            let left_out = match nodes.left_out {
-                0 => String::new(),
-                1 => "; the core with one usable CPU is left out".to_string(),
-                k => format!("; the {k} cores with one usable CPU are left out"),
-            };
-            format!(
-                "node k is the two SMT siblings of core k, two ranks on one core ({} for node \
-                 0; placement {}{left_out})",
-                cpu_pair(&nodes.first),
-                nodes.placement
-            )
-        } else {
-            format!(
-                "node k is cores 2k and 2k+1 ({} for node 0; placement {}), this machine \
-                 having no SMT",
-                cpu_pair(&nodes.first),
-                nodes.placement
-            )
-        };
-        let beyond = if beyond.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " At {} ranks, more than this machine's {} node{} hold, node k is CPUs 2k and \
-                 2k+1 of the scatter order.",
-                beyond.join(" and "),
-                nodes.nodes,
-                s(nodes.nodes)
-            )
+    if nodes.siblings {
+        let left_out = match nodes.left_out {
+            0 => String::new(),
+            1 => "; the core with one usable CPU is left out".to_string(),
+            k => format!("; the {k} cores with one usable CPU are left out"),
         };
         format!(
-            "One rank per CPU: the ranks spread one per core, across packages first (placement \
-             scatter), each pinned to its CPU. Two ranks per node: {node}, both ranks of a node \
-             pinned to its two CPUs, the kernel choosing which runs where.{beyond}"
+            "node k is the two SMT siblings of core k, two ranks on one core ({} for node \
+             0; placement {}{left_out})",
+            cpu_pair(&nodes.first),
+            nodes.placement
         )
-    });
-    notes.push(
-        "The ranks are processes on this machine exchanging UDP datagrams over loopback: a \
-         message costs microseconds, where the paper's switched Ethernet took a hundred or more, \
-         so communication is a smaller part of each run than in the paper."
-            .to_string(),
-    );
+    } else {
+        format!(
+            "node k is cores 2k and 2k+1 ({} for node 0; placement {}), this machine \
+             having no SMT",
+            cpu_pair(&nodes.first),
+            nodes.placement
+        )
+    }
+}
+
+/// The problem size each application runs at, the user's `--param`s
+/// included.
+fn sizes_note(apps: &[String], given: &BTreeMap<String, String>) -> String {
     let sizes: Vec<String> = apps
         .iter()
         .map(|a| {
-            let mut p: BTreeMap<&str, &str> = study_sizes(a).iter().copied().collect();
-            for (k, v) in given {
-                let mine = APP_PARAMS
-                    .iter()
-                    .any(|(x, keys)| x == a && keys.contains(&k.as_str()))
-                    || DSM_PARAMS.contains(&k.as_str());
-                if mine {
-                    p.insert(k, v);
-                }
-            }
-            let kv: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let kv: Vec<String> = app_params(a, given)
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             format!("{a} {}", kv.join(" "))
         })
         .collect();
-    notes.push(format!(
+    format!(
         "Problem sizes: {} (smaller than the applications' defaults, so that a sample takes a few \
          tenths of a second; --param changes them). Every result is checked against a \
          sequential run of the same input at rank 0.",
         sizes.join("; ")
-    ));
-    (limits, notes)
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smtlab_types::Spawn;
 
     fn base() -> RunSpec {
-        RunSpec {
-            programs: Vec::new(),
-            comms: Vec::new(),
-            models: Vec::new(),
-            placements: Vec::new(),
-            threads: Vec::new(),
-            allocs: vec!["glibc".into()],
-            spawn: Spawn::Exec,
-            mode: None,
-            metric: None,
-            warmup: 0,
-            min_samples: 3,
-            max_samples: 5,
-            precision: 0.05,
-            max_time_s: 10.0,
-            timeout_s: None,
-            seed: 1,
-            counters: false,
-            study: None,
-        }
+        crate::testing::plan_base(3, 5)
     }
 
     fn layout_of(p: &Point) -> (String, Comm, usize, usize) {

@@ -12,6 +12,8 @@
 //! * [`comm_plan`] and [`comm_findings`]: the software-DSM communication
 //!   study's plan (mechanisms x applications x ranks, one rank per CPU and
 //!   two ranks sharing a node) and its tables and verdicts;
+//! * [`error`]: why a study's reference server (nginx, ngircd) cannot be
+//!   measured here;
 //! * [`report_run`]: load a stored run → analyse → findings → write the
 //!   report files.
 //!
@@ -21,8 +23,10 @@
 
 pub mod chat_findings;
 pub mod chat_plan;
+mod client_cpus;
 pub mod comm_findings;
 pub mod comm_plan;
+pub mod error;
 pub mod findings;
 mod intervals;
 pub mod pairs_matrix;
@@ -33,6 +37,7 @@ mod shape;
 pub mod web_findings;
 pub mod web_plan;
 
+pub use error::{NginxMissing, NgircdMissing};
 pub use findings::{findings, Findings};
 pub use planning::{
     default_programs, ladder, oversub_ladder, plan, PairsRequest, Sampling, SamplingRequest,

@@ -16,6 +16,7 @@ use smtlab_types::{
 };
 
 use crate::comm_plan::CommPlanError;
+use crate::error::{NginxMissing, NgircdMissing};
 use crate::pairs_plan::{plan_pairs, PairProgram, PairsPlanError, Share};
 pub use crate::shape::ladder;
 use crate::shape::{no_smt_sentence, shape, Shape};
@@ -288,13 +289,67 @@ pub fn plan(
     let programs = if req.programs.is_empty() {
         default_programs(kind)
     } else {
-        req.programs
+        req.programs.clone()
     };
     let mut limits = Vec::new();
     let mut notes = Vec::new();
+    let (models, placements, threads) = sweep(kind, topo, sh, &mut limits);
+    let allocators = match (kind, req.allocators.clone()) {
+        (_, Some(given)) => given,
+        (StudyKind::Alloc, None) => installed_allocators(&mut limits),
+        (_, None) => glibc_only(),
+    };
+    let mut mode = req.mode;
+    if kind == StudyKind::Alloc && mode.is_none() {
+        // Half-second samples keep allocators x models x programs
+        // within minutes; every program here runs for a fixed time.
+        mode = Some(Mode::FixedTime { seconds: 0.5 });
+    }
+    let threads = req.threads.clone().unwrap_or(threads);
+    if kind == StudyKind::Cores {
+        // `core` refuses more workers than cores; a user's --threads beyond
+        // that is a mistake worth naming rather than a crash mid-plan.
+        if let Some(&n) = threads.iter().find(|&&n| n > sh.cores) {
+            return Err(PlanError::MoreWorkersThanCores { n, cores: sh.cores }.into());
+        }
+    }
+    let base = base_spec(kind, &req, &allocators, mode);
+    let mut spec = RunSpec {
+        programs,
+        models: req.models.unwrap_or(models),
+        placements: placements
+            .iter()
+            .map(|p| p.parse().expect("a study's own placements are valid"))
+            .collect(),
+        threads,
+        metric: req.metric,
+        ..base
+    };
+    dedupe_placements(topo, &mut spec, &mut notes, sh)?;
+    spec.study = Some(StudyMeta {
+        kind,
+        limits,
+        notes,
+    });
+    let points = expand(topo, &spec)?;
+    Ok(StudyPlan {
+        spec,
+        points,
+        allocators,
+    })
+}
+
+/// What a study planned here sweeps on this machine: its models,
+/// placements and N; what the machine cannot show goes to `limits`.
+fn sweep(
+    kind: StudyKind,
+    topo: &Topology,
+    sh: Shape,
+    limits: &mut Vec<String>,
+) -> (Vec<Model>, Vec<&'static str>, Vec<usize>) {
     let no_smt = sh.pus_per_core <= 1;
     let both = vec![Model::Thread, Model::Process];
-    let (models, placements, threads): (Vec<Model>, Vec<&str>, Vec<usize>) = match kind {
+    match kind {
         StudyKind::Tour | StudyKind::Models => {
             if no_smt && kind == StudyKind::Tour {
                 limits.push(no_smt_sentence(topo, "whether SMT siblings pay"));
@@ -321,124 +376,87 @@ pub fn plan(
             }
             (both, vec!["core"], ladder(sh.cores))
         }
-        StudyKind::Pinning => {
-            if no_smt {
-                limits.push(no_smt_sentence(
-                    topo,
-                    "the pinning comparison (N threads on one core's siblings vs on N cores)",
-                ));
-            } else if sh.cores < sh.pus_per_core {
-                limits.push(format!(
-                    "This machine has {} usable cores but {} PUs per core, so {} threads cannot \
-                     each get a core of their own: the across-cores placement is not measured.",
-                    sh.cores, sh.pus_per_core, sh.pus_per_core
-                ));
-            }
-            let placements = if no_smt || sh.cores < sh.pus_per_core {
-                vec!["compact"]
-            } else {
-                vec!["compact", "core"]
-            };
-            (vec![Model::Thread], placements, vec![sh.pus_per_core])
-        }
+        StudyKind::Pinning => pinning_sweep(topo, sh, limits),
         StudyKind::Oversub => (vec![Model::Thread], vec!["none"], oversub_ladder(sh.pus)),
         // Every PU busy: where allocators differ most.
         StudyKind::Alloc => (both, vec!["compact"], vec![sh.pus.max(1)]),
         StudyKind::Pairs | StudyKind::Web | StudyKind::Chat | StudyKind::Comm => {
             unreachable!("the pairs, web, chat and comm studies are planned by their own functions")
         }
-    };
-    let mut mode = req.mode;
-    let allocators = match (kind, req.allocators) {
-        (_, Some(given)) => given,
-        (StudyKind::Alloc, None) => {
-            let (found, missing) = allocator::installed();
-            if !missing.is_empty() {
-                let missing: Vec<String> = missing
-                    .iter()
-                    .map(|(a, e)| match e {
-                        AllocatorError::NotBuilt { .. } => format!(
-                            "{} (build it: cargo build --release -p {})",
-                            a.name, a.package
-                        ),
-                        _ => format!("{} (install the Debian package {})", a.name, a.package),
-                    })
-                    .collect();
-                limits.push(format!(
-                    "Not installed here, so not measured: {}.",
-                    missing.join(", ")
-                ));
-            }
-            found
-        }
-        (_, None) => vec![Allocator {
-            name: "glibc".to_string(),
-            preload: None,
-        }],
-    };
-    if kind == StudyKind::Alloc && mode.is_none() {
-        // Half-second samples keep allocators x models x programs
-        // within minutes; every program here runs for a fixed time.
-        mode = Some(Mode::FixedTime { seconds: 0.5 });
     }
-    let threads = req.threads.unwrap_or(threads);
-    if kind == StudyKind::Cores {
-        // `core` refuses more workers than cores; a user's --threads beyond
-        // that is a mistake worth naming rather than a crash mid-plan.
-        if let Some(&n) = threads.iter().find(|&&n| n > sh.cores) {
-            return Err(PlanError::MoreWorkersThanCores { n, cores: sh.cores }.into());
-        }
-    }
-    let sampling = Sampling::resolve(kind, &req.sampling);
-    let mut spec = RunSpec {
-        programs,
-        comms: Vec::new(),
-        models: req.models.unwrap_or(models),
-        placements: placements
-            .iter()
-            .map(|p| p.parse().expect("a study's own placements are valid"))
-            .collect(),
-        threads,
-        allocs: allocators.iter().map(|a| a.name.clone()).collect(),
-        spawn: Spawn::Exec,
-        mode,
-        metric: req.metric,
-        warmup: sampling.warmup,
-        min_samples: sampling.min_samples,
-        max_samples: sampling.max_samples,
-        precision: sampling.precision,
-        max_time_s: sampling.max_time_s,
-        timeout_s: req.sampling.timeout_s,
-        seed: req.seed,
-        counters: req.counters,
-        study: None,
-    };
-    dedupe_placements(topo, &mut spec, &mut notes, sh)?;
-    spec.study = Some(StudyMeta {
-        kind,
-        limits,
-        notes,
-    });
-    let points = expand(topo, &spec)?;
-    Ok(StudyPlan {
-        spec,
-        points,
-        allocators,
-    })
 }
 
-/// The allocators (glibc unless given) and the specification every study
-/// planned by its own module starts from: its sampling, mode, seed and
-/// counters; programs, models, placements and N left to that module.
-fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, RunSpec) {
-    let allocators = req.allocators.clone().unwrap_or_else(|| {
-        vec![Allocator {
-            name: "glibc".to_string(),
-            preload: None,
-        }]
-    });
+/// The pinning study's sweep: N threads on one core's siblings, and on N
+/// cores where the machine has SMT and enough cores (else said why not).
+fn pinning_sweep(
+    topo: &Topology,
+    sh: Shape,
+    limits: &mut Vec<String>,
+) -> (Vec<Model>, Vec<&'static str>, Vec<usize>) {
+    let no_smt = sh.pus_per_core <= 1;
+    if no_smt {
+        limits.push(no_smt_sentence(
+            topo,
+            "the pinning comparison (N threads on one core's siblings vs on N cores)",
+        ));
+    } else if sh.cores < sh.pus_per_core {
+        limits.push(format!(
+            "This machine has {} usable cores but {} PUs per core, so {} threads cannot \
+             each get a core of their own: the across-cores placement is not measured.",
+            sh.cores, sh.pus_per_core, sh.pus_per_core
+        ));
+    }
+    let placements = if no_smt || sh.cores < sh.pus_per_core {
+        vec!["compact"]
+    } else {
+        vec!["compact", "core"]
+    };
+    (vec![Model::Thread], placements, vec![sh.pus_per_core])
+}
+
+/// The alloc study's allocators: every one installed here; those missing
+/// are said in `limits`, with how to get each.
+fn installed_allocators(limits: &mut Vec<String>) -> Vec<Allocator> {
+    let (found, missing) = allocator::installed();
+    if !missing.is_empty() {
+        let missing: Vec<String> = missing
+            .iter()
+            .map(|(a, e)| match e {
+                AllocatorError::NotBuilt { .. } => format!(
+                    "{} (build it: cargo build --release -p {})",
+                    a.name, a.package
+                ),
+                _ => format!("{} (install the Debian package {})", a.name, a.package),
+            })
+            .collect();
+        limits.push(format!(
+            "Not installed here, so not measured: {}.",
+            missing.join(", ")
+        ));
+    }
+    found
+}
+
+/// glibc's allocator alone: every study's default but the alloc study's.
+fn glibc_only() -> Vec<Allocator> {
+    vec![Allocator {
+        name: "glibc".to_string(),
+        preload: None,
+    }]
+}
+
+/// The specification every study starts from: its allocators, `mode`,
+/// sampling (the study's defaults where the user gave none), timeout,
+/// seed and counters; programs, models, placements, N and the metric left
+/// empty for the study to set.
+fn base_spec(
+    kind: StudyKind,
+    req: &StudyRequest,
+    allocators: &[Allocator],
+    mode: Option<Mode>,
+) -> RunSpec {
     let sampling = Sampling::resolve(kind, &req.sampling);
-    let base = RunSpec {
+    RunSpec {
         programs: Vec::new(),
         comms: Vec::new(),
         models: Vec::new(),
@@ -446,7 +464,7 @@ fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, Ru
         threads: Vec::new(),
         allocs: allocators.iter().map(|a| a.name.clone()).collect(),
         spawn: Spawn::Exec,
-        mode: req.mode,
+        mode,
         metric: None,
         warmup: sampling.warmup,
         min_samples: sampling.min_samples,
@@ -457,7 +475,15 @@ fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, Ru
         seed: req.seed,
         counters: req.counters,
         study: None,
-    };
+    }
+}
+
+/// The allocators (glibc unless given) and the specification every study
+/// planned by its own module starts from: its sampling, mode, seed and
+/// counters; programs, models, placements and N left to that module.
+fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, RunSpec) {
+    let allocators = req.allocators.clone().unwrap_or_else(glibc_only);
+    let base = base_spec(kind, req, &allocators, req.mode);
     (allocators, base)
 }
 
@@ -465,10 +491,7 @@ fn server_study_base(kind: StudyKind, req: &StudyRequest) -> (Vec<Allocator>, Ru
 /// specification as every study has them; servers, models, placements and
 /// N from [`web_plan`](crate::web_plan).
 fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let nginx = match smtlab_web::nginx::find() {
-        Some(_) => Ok(()),
-        None => Err(smtlab_web::nginx::missing_reason().to_string()),
-    };
+    let nginx = NginxMissing::here();
     let (allocators, mut base) = server_study_base(StudyKind::Web, &req);
     base.programs = req.programs.clone();
     let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
@@ -480,10 +503,7 @@ fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Study
 }
 
 fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, StudyPlanError> {
-    let ngircd = match smtlab_chat::ngircd::find() {
-        Some(_) => Ok(()),
-        None => Err(smtlab_chat::ngircd::missing_reason().to_string()),
-    };
+    let ngircd = NgircdMissing::here();
     let (allocators, base) = server_study_base(StudyKind::Chat, &req);
     // The user's --param and --client-cpus, on every server of the sweep.
     let given: BTreeMap<String, String> = req
@@ -616,10 +636,7 @@ fn plan_pairs_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stu
     Ok(StudyPlan {
         spec,
         points: pairs.points,
-        allocators: vec![Allocator {
-            name: "glibc".to_string(),
-            preload: None,
-        }],
+        allocators: glibc_only(),
     })
 }
 

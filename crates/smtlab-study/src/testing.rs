@@ -1,9 +1,35 @@
-//! Builders the findings tests share: samples, points' results and runs
-//! made from plain numbers, so each test states only what it is about.
+//! Builders the tests share: a study plan's base specification, and the
+//! samples, points' results and runs the findings tests make from plain
+//! numbers, so each test states only what it is about.
 
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::summary::{summarize_point, RunData};
-use smtlab_types::{Point, ResourceUsage, Sample, SampleStatus};
+use smtlab_types::{Point, ResourceUsage, RunSpec, Sample, SampleStatus, Spawn};
+
+/// What `planning` hands a study's own plan (web, chat, comm): glibc, seed
+/// 1, `min_samples` to `max_samples` samples; the rest left to the study.
+pub(crate) fn plan_base(min_samples: usize, max_samples: usize) -> RunSpec {
+    RunSpec {
+        programs: Vec::new(),
+        comms: Vec::new(),
+        models: Vec::new(),
+        placements: Vec::new(),
+        threads: Vec::new(),
+        allocs: vec!["glibc".into()],
+        spawn: Spawn::Exec,
+        mode: None,
+        metric: None,
+        warmup: 0,
+        min_samples,
+        max_samples,
+        precision: 0.05,
+        max_time_s: 10.0,
+        timeout_s: None,
+        seed: 1,
+        counters: false,
+        study: None,
+    }
+}
 
 /// One successful sample measuring `metric` in one second of wall time.
 pub(crate) fn sample(seq: usize, warmup: bool, metric: f64) -> Sample {

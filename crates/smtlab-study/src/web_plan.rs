@@ -17,33 +17,44 @@ use smtlab_topology::Topology;
 use smtlab_types::cpuset::CpuSet;
 use smtlab_types::{Model, Point, Program, RunSpec, StudyKind, StudyMeta};
 
-use crate::shape::{ladder, no_smt_sentence, shape};
+pub use crate::client_cpus::client_cpus;
+use crate::client_cpus::{give_client_cpus, shared_core_limit};
+use crate::error::NginxMissing;
+use crate::shape::{ladder, no_smt_sentence, shape, Shape};
 
 /// The architectures of smtlab's web server, in the paper's order of
 /// appearance (Apache prefork and worker, Flash, Haboob).
 pub const WEB_MODELS: [Model; 4] = [Model::Process, Model::Thread, Model::Event, Model::Staged];
 
-/// Whether nginx can be measured here: the caller says (it looks for the
-/// binary); `Err` holds the reason it cannot.
-pub type NginxHere = Result<(), String>;
+/// Whether nginx can be measured here: the caller says
+/// ([`NginxMissing::here`] looks for the binary); `Err` says why not.
+pub type NginxHere = Result<(), NginxMissing>;
 
-/// The CPUs that drive the load: every usable PU of the last quarter of
-/// the usable cores (at least one core), or none on a one-core machine.
-pub fn client_cpus(topo: &Topology) -> CpuSet {
-    let usable = topo.online().intersection(&topo.allowed());
-    let cores: Vec<CpuSet> = topo
-        .cores
-        .iter()
-        .map(|c| c.cpus.intersection(&usable))
-        .filter(|c| !c.is_empty())
-        .collect();
-    if cores.len() < 2 {
-        return CpuSet::new();
+/// How the study splits the machine: the load generator's CPUs, the
+/// servers' CPUs and how many cores those span.
+struct Split {
+    client: CpuSet,
+    serving: CpuSet,
+    server_cores: usize,
+}
+
+impl Split {
+    fn of(topo: &Topology) -> Split {
+        let client = client_cpus(topo);
+        let usable = topo.online().intersection(&topo.allowed());
+        let serving = usable.difference(&client);
+        let server_cores = topo
+            .cores
+            .iter()
+            .filter(|c| c.cpus.intersects(&serving))
+            .count()
+            .max(1);
+        Split {
+            client,
+            serving,
+            server_cores,
+        }
     }
-    let k = cores.len().div_ceil(4).max(1);
-    cores[cores.len() - k..]
-        .iter()
-        .fold(CpuSet::new(), |acc, c| acc.union(c))
 }
 
 /// Plan the web study on `topo`: `base` holds what every study sets (the
@@ -60,87 +71,18 @@ pub fn plan_web(
     nginx: NginxHere,
 ) -> Result<(RunSpec, Vec<Point>), PlanError> {
     let sh = shape(topo);
-    let mut limits = Vec::new();
-    let mut notes = Vec::new();
-    let client = client_cpus(topo);
-    let usable = topo.online().intersection(&topo.allowed());
-    let serving = usable.difference(&client);
-    let server_cores = topo
-        .cores
-        .iter()
-        .filter(|c| c.cpus.intersects(&serving))
-        .count()
-        .max(1);
-    if client.is_empty() {
-        limits.push(
-            "This machine has a single usable core, so the load generator shares the server's \
-             CPUs: every result is marked, and the throughputs are lower bounds."
-                .to_string(),
-        );
-    } else {
-        notes.push(format!(
-            "The load generator runs on CPUs {client} (the last {} of {} cores), the servers on \
-             the others ({}).",
-            sh.cores - server_cores,
-            sh.cores,
-            serving
-        ));
-    }
-    if sh.pus_per_core <= 1 {
-        limits.push(no_smt_sentence(
-            topo,
-            "whether SMT siblings pay for a web server (the paper: +12–32% for Apache, a quarter \
-             to two fifths of what a second processor gives)",
-        ));
-    }
-    if server_cores <= 1 {
-        limits.push(format!(
-            "The servers have one core here ({}), so scaling over cores cannot be shown; with \
-             more cores the study runs one worker per core at N = 1..cores beside SMT siblings.",
-            if client.is_empty() {
-                "the only one".to_string()
-            } else {
-                "the other drives the load".to_string()
-            }
-        ));
-    }
-
+    let split = Split::of(topo);
+    let (mut limits, mut notes) = machine_sentences(topo, sh, &split);
     let models = models.unwrap_or_else(|| WEB_MODELS.to_vec());
-    let server = |name: &str| Program::Server {
-        server: name.to_string(),
-        params: BTreeMap::new(),
-    };
-    let has_nginx = base
-        .programs
-        .iter()
-        .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
-    let mut programs = base.programs.clone();
-    if programs.is_empty() {
-        programs.push(server("web"));
-        if nginx.is_ok() && models.contains(&Model::Event) {
-            programs.push(server("nginx"));
-        } else if nginx.is_ok() {
-            notes.push(
-                "nginx (one architecture: worker processes each running an event loop) is \
-                 measured with the event model, which --model left out."
-                    .to_string(),
-            );
-        }
-    }
-    if let (false, Err(why)) = (has_nginx, &nginx) {
-        limits.push(format!("nginx is not measured: {why}."));
-    }
-    // Every server drives its load from the study's client CPUs unless the
-    // user chose others (--client-cpus).
-    for p in &mut programs {
-        if let Program::Server { params, .. } = p {
-            if !client.is_empty() && !params.contains_key("client_cpus") {
-                params.insert("client_cpus".to_string(), client.to_string());
-            }
-        }
-    }
-    let serving_pus = serving.len().max(1);
-    let threads = threads.unwrap_or_else(|| ladder(serving_pus));
+    let programs = servers(
+        &base.programs,
+        &models,
+        nginx,
+        &split.client,
+        &mut limits,
+        &mut notes,
+    );
+    let threads = threads.unwrap_or_else(|| ladder(split.serving.len().max(1)));
     let mut spec = RunSpec {
         programs,
         models,
@@ -151,56 +93,8 @@ pub fn plan_web(
         threads: threads.clone(),
         ..base
     };
-    // `core` places one worker per core of the whole machine: beyond the
-    // servers' cores it would reach the load generator's. Only the N it
-    // can place are asked of it; they are planned below like the rest.
-    let core_threads: Vec<usize> = threads
-        .iter()
-        .copied()
-        .filter(|&n| n <= server_cores)
-        .collect();
-    let mut points = Vec::new();
-    let mut dropped = Vec::new();
-    for placement in spec.placements.clone() {
-        let text = placement.text.clone();
-        let ns = if text == "core" {
-            core_threads.clone()
-        } else {
-            threads.clone()
-        };
-        if ns.is_empty() {
-            continue;
-        }
-        let one = RunSpec {
-            placements: vec![placement],
-            threads: ns,
-            ..spec.clone()
-        };
-        for p in expand(topo, &one)? {
-            let reaches = p
-                .cpus
-                .as_ref()
-                .is_some_and(|c| c.iter().any(|cpu| client.contains(*cpu)));
-            if reaches {
-                dropped.push(format!("{} N={}", p.placement, p.workers));
-            } else {
-                points.push(p);
-            }
-        }
-    }
-    // Same CPUs under both placements (no SMT): measured once.
-    let mut kept: Vec<Point> = Vec::new();
-    let mut twins = 0;
-    for p in points {
-        let twin = kept.iter().any(|k| {
-            k.program == p.program && k.model == p.model && k.alloc == p.alloc && k.cpus == p.cpus
-        });
-        if twin {
-            twins += 1;
-        } else {
-            kept.push(p);
-        }
-    }
+    let (points, mut dropped) = apart_from_the_client(topo, &spec, &threads, &split)?;
+    let (mut kept, twins) = measured_once(points);
     let core_points = kept.iter().filter(|p| p.placement == "core").count();
     if twins > 0 && core_points == 0 {
         notes.push(format!(
@@ -238,4 +132,186 @@ pub fn plan_web(
         notes,
     });
     Ok((spec, kept))
+}
+
+/// What the machine's split lets the study show, and where the load
+/// generator runs: the first limits and notes of the plan.
+fn machine_sentences(topo: &Topology, sh: Shape, split: &Split) -> (Vec<String>, Vec<String>) {
+    let Split {
+        client,
+        serving,
+        server_cores,
+    } = split;
+    let mut limits = Vec::new();
+    let mut notes = Vec::new();
+    if client.is_empty() {
+        limits.push(shared_core_limit());
+    } else {
+        notes.push(format!(
+            "The load generator runs on CPUs {client} (the last {} of {} cores), the servers on \
+             the others ({}).",
+            sh.cores - server_cores,
+            sh.cores,
+            serving
+        ));
+    }
+    if sh.pus_per_core <= 1 {
+        limits.push(no_smt_sentence(
+            topo,
+            "whether SMT siblings pay for a web server (the paper: +12–32% for Apache, a quarter \
+             to two fifths of what a second processor gives)",
+        ));
+    }
+    if *server_cores <= 1 {
+        limits.push(format!(
+            "The servers have one core here ({}), so scaling over cores cannot be shown; with \
+             more cores the study runs one worker per core at N = 1..cores beside SMT siblings.",
+            if client.is_empty() {
+                "the only one".to_string()
+            } else {
+                "the other drives the load".to_string()
+            }
+        ));
+    }
+    (limits, notes)
+}
+
+/// The servers measured: the user's, else smtlab's and nginx (where it is
+/// here and the event model is asked for), each driving its load from the
+/// client CPUs unless the user chose others; what is left out is said.
+fn servers(
+    given: &[Program],
+    models: &[Model],
+    nginx: NginxHere,
+    client: &CpuSet,
+    limits: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Vec<Program> {
+    let server = |name: &str| Program::Server {
+        server: name.to_string(),
+        params: BTreeMap::new(),
+    };
+    let has_nginx = given
+        .iter()
+        .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
+    let mut programs = given.to_vec();
+    if programs.is_empty() {
+        programs.push(server("web"));
+        if nginx.is_ok() && models.contains(&Model::Event) {
+            programs.push(server("nginx"));
+        } else if nginx.is_ok() {
+            notes.push(
+                "nginx (one architecture: worker processes each running an event loop) is \
+                 measured with the event model, which --model left out."
+                    .to_string(),
+            );
+        }
+    }
+    if let (false, Err(why)) = (has_nginx, &nginx) {
+        limits.push(format!("nginx is not measured: {why}."));
+    }
+    for p in &mut programs {
+        if let Program::Server { params, .. } = p {
+            give_client_cpus(params, client);
+        }
+    }
+    programs
+}
+
+/// Every placement's points at its N, those whose CPUs would reach the
+/// load generator's left out (returned as `placement N=n`, for the note).
+fn apart_from_the_client(
+    topo: &Topology,
+    spec: &RunSpec,
+    threads: &[usize],
+    split: &Split,
+) -> Result<(Vec<Point>, Vec<String>), PlanError> {
+    // `core` places one worker per core of the whole machine: beyond the
+    // servers' cores it would reach the load generator's. Only the N it
+    // can place are asked of it; they are planned below like the rest.
+    let core_threads: Vec<usize> = threads
+        .iter()
+        .copied()
+        .filter(|&n| n <= split.server_cores)
+        .collect();
+    let mut points = Vec::new();
+    let mut dropped = Vec::new();
+    for placement in spec.placements.clone() {
+        let text = placement.text.clone();
+        let ns = if text == "core" {
+            core_threads.clone()
+        } else {
+            threads.to_vec()
+        };
+        if ns.is_empty() {
+            continue;
+        }
+        let one = RunSpec {
+            placements: vec![placement],
+            threads: ns,
+            ..spec.clone()
+        };
+        for p in expand(topo, &one)? {
+            let reaches = p
+                .cpus
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|cpu| split.client.contains(*cpu)));
+            if reaches {
+                dropped.push(format!("{} N={}", p.placement, p.workers));
+            } else {
+                points.push(p);
+            }
+        }
+    }
+    Ok((points, dropped))
+}
+
+/// The points left once a point on the same CPUs as an earlier one (the
+/// same program, model and allocator) is dropped: without SMT both
+/// placements pick the same CPUs, measured once. Also how many went.
+fn measured_once(points: Vec<Point>) -> (Vec<Point>, usize) {
+    let mut kept: Vec<Point> = Vec::new();
+    let mut twins = 0;
+    for p in points {
+        let twin = kept.iter().any(|k| {
+            k.program == p.program && k.model == p.model && k.alloc == p.alloc && k.cpus == p.cpus
+        });
+        if twin {
+            twins += 1;
+        } else {
+            kept.push(p);
+        }
+    }
+    (kept, twins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> RunSpec {
+        crate::testing::plan_base(1, 1)
+    }
+
+    #[test]
+    fn without_nginx_the_web_study_says_why_in_its_limits() {
+        let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
+        let (spec, points) = plan_web(&topo, base(), None, None, Err(NginxMissing)).unwrap();
+        assert!(points
+            .iter()
+            .all(|p| !p.program.label().starts_with("nginx")));
+        let limits = spec.study.unwrap().limits;
+        assert!(
+            limits.contains(
+                &"nginx is not measured: nginx is not installed (Debian: apt-get install nginx; \
+                  scripts/setup.sh installs it)."
+                    .to_string()
+            ),
+            "{limits:?}"
+        );
+        let (_, points) = plan_web(&topo, base(), None, None, Ok(())).unwrap();
+        assert!(points
+            .iter()
+            .any(|p| p.program.label() == "nginx" && p.model == Model::Event));
+    }
 }
