@@ -17,6 +17,9 @@
 //! * `unsafe`: allowed only in `smtlab-sys`, smtalloc's `sys/` and the
 //!   preload library's exports, and every `unsafe` block and impl there has
 //!   a `// SAFETY:` comment right above it.
+//! * Extras: the name of a sample's extra is spelled only in smtlab-types'
+//!   `extras`, where it is defined; other code (tests aside) uses that
+//!   definition.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -834,4 +837,363 @@ fn the_closure_follows_chains() {
         BTreeSet::from(["b".to_string(), "c".to_string()])
     );
     assert!(closure(&deps, "c").is_empty());
+}
+
+/// A Rust file as the extras check reads it: its code outside test items
+/// (whatever follows a `#[cfg(test)]`: a module, a function, an impl, a
+/// `use`), comments and string contents removed, and the contents of its
+/// string literals outside test items, each with its line.
+struct Lexed {
+    code: String,
+    literals: Vec<(usize, String)>,
+}
+
+/// Reads `text` as Rust: comments, strings (plain, raw, byte), char
+/// literals and lifetimes, and the braces that end a test item.
+fn lex(text: &str) -> Lexed {
+    let b = text.as_bytes();
+    let mut out = Lexed {
+        code: String::new(),
+        literals: Vec::new(),
+    };
+    let (mut i, mut line) = (0, 1);
+    // Inside a test item: its brace depth, and whether its body began.
+    let mut test: Option<(usize, bool)> = None;
+    let ident = |k: usize| k > 0 && (b[k - 1].is_ascii_alphanumeric() || b[k - 1] == b'_');
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        if text[i..].starts_with("//") {
+            i = text[i..].find('\n').map_or(b.len(), |n| i + n);
+            continue;
+        }
+        if text[i..].starts_with("/*") {
+            let end = text[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 2);
+            line += text[i..end].matches('\n').count();
+            i = end;
+            continue;
+        }
+        if text[i..].starts_with("#[cfg(test)]") && test.is_none() {
+            test = Some((0, false));
+            i += "#[cfg(test)]".len();
+            continue;
+        }
+        // A string: `"..."`, `r"..."`, `r#"..."#`, `b"..."`.
+        let raw_hashes = (c == b'r' && !ident(i))
+            .then(|| text[i + 1..].find(|ch| ch != '#').map(|n| (n, i + 1 + n)))
+            .flatten()
+            .filter(|&(_, q)| b.get(q) == Some(&b'"'));
+        if c == b'"' || raw_hashes.is_some() {
+            let (body, end) = match raw_hashes {
+                Some((n, q)) => {
+                    let close = format!("\"{}", "#".repeat(n));
+                    let e = text[q + 1..].find(&close).map_or(b.len(), |k| q + 1 + k);
+                    (q + 1, (e, e + close.len()))
+                }
+                None => {
+                    let mut k = i + 1;
+                    while k < b.len() && b[k] != b'"' {
+                        k += if b[k] == b'\\' { 2 } else { 1 };
+                    }
+                    (i + 1, (k.min(b.len()), (k + 1).min(b.len())))
+                }
+            };
+            if test.is_none() {
+                out.literals.push((line, text[body..end.0].to_string()));
+                out.code.push_str("\"\"");
+            }
+            line += text[start..end.1].matches('\n').count();
+            i = end.1;
+            continue;
+        }
+        // A char literal (`'"'`, `'\''`), or a lifetime.
+        if c == b'\'' {
+            let len = if b.get(i + 1) == Some(&b'\\') {
+                text[i + 2..].find('\'').map_or(1, |n| n + 3)
+            } else if text[i + 1..].chars().nth(1) == Some('\'') {
+                2 + text[i + 1..].chars().next().unwrap().len_utf8()
+            } else {
+                1
+            };
+            if test.is_none() {
+                out.code.push_str(&text[i..i + len]);
+            }
+            i += len;
+            continue;
+        }
+        let ch = text[i..].chars().next().unwrap();
+        match (&mut test, ch) {
+            (Some((depth, body)), '{') => {
+                *depth += 1;
+                *body = true;
+            }
+            (Some((depth, _)), '}') => {
+                *depth -= 1;
+                if *depth == 0 {
+                    test = None;
+                }
+            }
+            (Some((0, false)), ';') => test = None,
+            (Some(_), _) => {}
+            (None, _) => out.code.push(ch),
+        }
+        if ch == '\n' {
+            line += 1;
+        }
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// The extras names smtlab-types defines: each `pub const NAME: &str =
+/// "value";` of extras.rs (`WAIT_S` = `wait_s`, `RANK_PREFIX` = `rank.`),
+/// and the shapes of the names its functions build, a `usize` parameter as
+/// `#` and any other as `*` (`rate.{k}` as `rate.#`,
+/// `{RANK_PREFIX}{rank}.{stat}` as `rank.#.*`).
+fn extras_names() -> (BTreeMap<String, String>, Vec<String>) {
+    let text = fs::read_to_string(root().join("crates/smtlab-types/src/extras.rs")).unwrap();
+    let consts: BTreeMap<String, String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const "))
+        .filter_map(|l| l.split_once(": &str = \""))
+        .map(|(name, v)| (name.to_string(), v.trim_end_matches("\";").to_string()))
+        .collect();
+    assert!(consts.len() > 50, "extras.rs's names not found: {consts:?}");
+    let lines: Vec<&str> = text.lines().collect();
+    let shapes = lex(&text)
+        .literals
+        .into_iter()
+        .filter(|(_, l)| l.contains('{'))
+        .map(|(line, l)| {
+            // The parameters of the function the literal is in.
+            let signature = lines[..line]
+                .iter()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("pub fn "))
+                .expect("a key built outside a function");
+            let numbers: Vec<&str> = signature
+                .split(['(', ',', ')'])
+                .filter_map(|p| p.trim().strip_suffix(": usize"))
+                .collect();
+            let mut shape = String::new();
+            for (k, part) in l.split(['{', '}']).enumerate() {
+                // Odd parts are placeholders: a name's value, a number or
+                // any text.
+                shape.push_str(match (k % 2, consts.get(part)) {
+                    (0, _) => part,
+                    (_, Some(v)) => v,
+                    _ if numbers.contains(&part) => "#",
+                    _ => "*",
+                });
+            }
+            shape
+        })
+        .collect();
+    (consts, shapes)
+}
+
+/// Whether `text` (a literal, each `{placeholder}` as `\0`) fits `shape`:
+/// `#` stands for digits or placeholders, `*` for what a key's part may
+/// hold (letters, digits, `_`, `-`) or placeholders, one or more.
+fn fits(shape: &[u8], text: &[u8]) -> bool {
+    let part = |wild: u8, c: u8| {
+        c == 0
+            || c.is_ascii_digit()
+            || (wild == b'*' && (c.is_ascii_alphabetic() || matches!(c, b'_' | b'-')))
+    };
+    match shape.split_first() {
+        None => text.is_empty(),
+        Some((&w @ (b'*' | b'#'), rest)) => (1..=text.len())
+            .take_while(|&k| part(w, text[k - 1]))
+            .any(|k| fits(rest, &text[k..])),
+        Some((c, rest)) => text.first() == Some(c) && fits(rest, &text[1..]),
+    }
+}
+
+/// Where a file (its `text`) spells an extras name itself: each string
+/// literal equal to a defined name or fitting the shape of a built one
+/// (`"wait_s"`, `format!("rate.{k}")`), as (line, literal); and each
+/// literal used directly as a key of `extras` (`extras.get("x")`,
+/// `extras["x"]`, `extras.insert("x"`), defined or not, as the code around
+/// it.
+fn spelled_extras(
+    text: &str,
+    names: &(BTreeMap<String, String>, Vec<String>),
+) -> (Vec<(usize, String)>, Vec<String>) {
+    let (consts, shapes) = names;
+    let lexed = lex(text);
+    let literals = lexed
+        .literals
+        .into_iter()
+        .filter(|(_, l)| {
+            let placeholders: String = l
+                .split(['{', '}'])
+                .enumerate()
+                .map(|(k, p)| if k % 2 == 0 { p } else { "\0" })
+                .collect();
+            consts.values().any(|v| v == l)
+                || shapes
+                    .iter()
+                    .any(|s| fits(s.as_bytes(), placeholders.as_bytes()))
+        })
+        .collect();
+    // String contents are gone from the code: `extras.get("")`.
+    let code: String = lexed.code.split_whitespace().collect();
+    let mut accesses = Vec::new();
+    for access in [
+        ".get(\"",
+        ".get(&\"",
+        "[\"",
+        ".insert(\"",
+        ".contains_key(\"",
+        ".entry(\"",
+        ".remove(\"",
+    ] {
+        for (at, _) in code.match_indices(&format!("extras{access}")) {
+            let from = code[..at]
+                .char_indices()
+                .rev()
+                .nth(30)
+                .map_or(0, |(k, _)| k);
+            let to = code[at..]
+                .char_indices()
+                .nth(40)
+                .map_or(code.len(), |(k, _)| at + k);
+            accesses.push(code[from..to].to_string());
+        }
+    }
+    (literals, accesses)
+}
+
+/// Extras names that are also the names of server parameters (`--param
+/// connections=`, `messages=`) and of the chat metric, spelled in many
+/// files for those: a literal equal to one is not taken for the extra
+/// (only a literal key of `extras` is).
+const SHARED_WORDS: [&str; 2] = ["connections", "messages"];
+
+/// Literals equal to an extras name that are another concept spelled the
+/// same in one file: (file under `crates/`, the literals that may each
+/// appear there once, what they are). A file's own use of one as an extra
+/// would make it twice.
+const NOT_EXTRAS: [(&str, &[&str], &str); 2] = [
+    (
+        "smtlab-study/src/comm_findings.rs",
+        &[
+            "diffs",
+            "locks",
+            "barriers",
+            "served",
+            "retransmissions",
+            "duplicates",
+        ],
+        "the statistics table's column headers",
+    ),
+    (
+        "smtlab/src/commands/rank.rs",
+        &["verified"],
+        "the word printed",
+    ),
+];
+
+/// A sample's extras are a contract between the programs that write them
+/// (execute, dsm, workloads) and the code that reads them back (analyse,
+/// report, study, the CLI): each name is defined once, in smtlab-types'
+/// `extras`, and every other file names it by that definition, so that a
+/// writer and a reader cannot drift apart by a typo, and a reader finds
+/// what a name means where it is defined. Test code may spell names to pin
+/// them.
+#[test]
+fn extras_names_are_spelled_only_where_they_are_defined() {
+    let names = extras_names();
+    let root = root().canonicalize().unwrap();
+    let mut faults = Vec::new();
+    for (name, dir) in crates() {
+        if name == "smtlab-types" {
+            continue;
+        }
+        for (m, file) in modules(&dir) {
+            let leaf = m.rsplit("::").next().unwrap();
+            if matches!(leaf, "tests" | "testing" | "test_support") {
+                continue;
+            }
+            let rel = file.canonicalize().unwrap();
+            let rel = rel
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            let (literals, accesses) = spelled_extras(&fs::read_to_string(&file).unwrap(), &names);
+            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, l) in &literals {
+                *counts.entry(l).or_default() += 1;
+            }
+            for (line, l) in literals
+                .iter()
+                .filter(|(_, l)| !SHARED_WORDS.contains(&l.as_str()))
+            {
+                let allowed = NOT_EXTRAS.iter().any(|(path, lits, _)| {
+                    rel == format!("crates/{path}")
+                        && lits.contains(&l.as_str())
+                        && counts[l.as_str()] == 1
+                });
+                if !allowed {
+                    faults.push(format!("{rel}:{line}: \"{l}\""));
+                }
+            }
+            for a in accesses {
+                faults.push(format!("{rel}: a literal key of `extras`: {a}"));
+            }
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "extras names spelled outside smtlab-types (name them by smtlab_types::extras):\n{}",
+        faults.join("\n")
+    );
+}
+
+/// The extras check finds what it is for, so that it cannot pass by
+/// seeing nothing: names read and written by their spelling, built by a
+/// format, and literal keys of `extras`; but not test code, comments, the
+/// names' definitions used by path, nor the same words in other roles.
+#[test]
+fn the_extras_check_finds_a_spelled_name() {
+    let names = extras_names();
+    assert!(names.0.get("WAIT_S").is_some_and(|v| v == "wait_s"));
+    let text = r#"
+use smtlab_types::extras::dsm;
+// "wait_s" in a comment
+fn read(s: &Sample, p: &PointData) -> f64 {
+    let r = s.extras.get(&format!("rate.{k}")).copied();
+    let x = extra(p, "latency_p99_us").unwrap_or(0.0);
+    s.extras["not_defined_yet"] + total(p, dsm::WAIT_S) + x + r.unwrap_or(0.0)
+}
+fn write(x: &mut BTreeMap<String, f64>, rank: usize, kind: &str) {
+    x.insert(format!("rank.{rank}.{}", "getp"), 1.0);
+    x.insert(format!("errors.{kind}"), 1.0);
+    let _ = ("samples.csv", "report.html", "thread 'main' panicked", '"');
+}
+#[cfg(test)]
+mod tests {
+    fn pinned(s: &Sample) {
+        assert_eq!(s.extras["wait_s"], 1.0);
+    }
+}
+"#;
+    let (literals, accesses) = spelled_extras(text, &names);
+    let spelled: Vec<&str> = literals.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(
+        spelled,
+        [
+            "rate.{k}",
+            "latency_p99_us",
+            "rank.{rank}.{}",
+            "getp",
+            "errors.{kind}"
+        ],
+        "{literals:?}"
+    );
+    assert_eq!(literals[1].0, 6, "the line of a literal");
+    assert_eq!(accesses.len(), 1, "{accesses:?}");
+    assert!(accesses[0].contains("extras[\"\"]"), "{accesses:?}");
 }
