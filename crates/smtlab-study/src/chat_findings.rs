@@ -10,10 +10,11 @@
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::summary::RunData;
 use smtlab_analyse::units::table_value;
-use smtlab_types::extras::{chat, server};
+use smtlab_types::extras::chat;
 use smtlab_types::{Point, Program, Sample, Table};
 
 use crate::intervals::{self, Estimate, Reading};
+use crate::point_values::{client_bound, client_share, extra, median, num, server_note};
 use crate::web_findings::WebFindings;
 
 /// `thread2`, `thread`, `event` for smtlab's chat server; `ngircd`.
@@ -29,14 +30,6 @@ fn who(p: &PointData) -> Option<String> {
 
 fn connections(p: &PointData) -> usize {
     crate::chat_plan::connections_of(&p.summary.point)
-}
-
-fn extra(p: &PointData, key: &str) -> Option<f64> {
-    p.summary.extras.get(key).copied()
-}
-
-fn median(p: &PointData) -> Option<f64> {
-    p.summary.summary.as_ref().map(|s| s.median)
 }
 
 /// A counter per delivered message: the phase's count (stored with each
@@ -73,10 +66,7 @@ pub fn chat_study(data: &RunData, seed: u64, f: &mut WebFindings) {
     for &c in &counts {
         best_at(&chat, c, seed, f);
     }
-    if chat
-        .iter()
-        .any(|p| extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5))
-    {
+    if chat.iter().any(|p| client_bound(p)) {
         f.limits.push(
             "At some points the load generator's CPUs were saturated (marked client-bound in \
              the table): their messages/s are the client's limit, a lower bound of the \
@@ -87,19 +77,11 @@ pub fn chat_study(data: &RunData, seed: u64, f: &mut WebFindings) {
 }
 
 fn table(chat: &[&PointData], f: &mut WebFindings) {
-    let num =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let rows = chat
         .iter()
         .map(|p| {
             let r = &p.summary;
-            let note = if r.summary.is_none() {
-                "no successful sample".to_string()
-            } else if extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
-                "client-bound: a lower bound".to_string()
-            } else {
-                String::new()
-            };
+            let note = server_note(p).unwrap_or_default();
             let cpi = |scope: &str| {
                 let cy = per_message(p, "cycles", scope)?;
                 let ins = per_message(p, "instructions", scope)?;
@@ -121,8 +103,7 @@ fn table(chat: &[&PointData], f: &mut WebFindings) {
                 num(per_message(p, "L1-dcache-load-misses", "kernel"), 1),
                 num(per_message(p, "L1-icache-load-misses", "user"), 1),
                 num(per_message(p, "iTLB-load-misses", "user"), 2),
-                extra(p, server::CLIENT_CPU_SHARE)
-                    .map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+                client_share(p),
                 note,
             ]
         })
@@ -253,7 +234,7 @@ fn best_at(chat: &[&PointData], c: usize, seed: u64, f: &mut WebFindings) {
         }
         items.push((format!("{:.2}x {other}'s", e.value), e));
     }
-    let bound = if extra(best, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
+    let bound = if client_bound(best) {
         " (the load generator was saturated there: a lower bound)"
     } else {
         ""

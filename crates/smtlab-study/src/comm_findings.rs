@@ -24,6 +24,7 @@ use smtlab_types::{Comm, Point, Program, Sample, SampleStatus, Table};
 use crate::comm_plan::{layout_name, per_node_of, COMM_APPS};
 use crate::findings::Findings;
 use crate::intervals::{self, Estimate, NoInterval, Reading};
+use crate::point_values::{median, num};
 
 /// The application and mechanism of a DSM point; `None` for any other.
 fn ranks_of(p: &PointData) -> Option<(&str, Comm)> {
@@ -48,10 +49,6 @@ fn per_node(p: &PointData) -> usize {
 /// More ranks than CPUs: ranks take turns on a CPU.
 fn oversubscribed(p: &PointData) -> bool {
     p.summary.point.oversubscription > 1.0
-}
-
-fn median(p: &PointData) -> Option<f64> {
-    p.summary.summary.as_ref().map(|s| s.median)
 }
 
 /// A statistic summed over the ranks (median over the samples).
@@ -229,10 +226,6 @@ fn verification(data: &RunData, f: &mut Findings) {
         f.verdicts.push(s.clone());
         f.limits.push(s);
     }
-}
-
-fn num(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".to_string(), |v| format!("{v:.digits$}"))
 }
 
 /// Seconds with at least three significant digits: a short run's split

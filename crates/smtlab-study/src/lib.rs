@@ -32,6 +32,7 @@ mod intervals;
 pub mod pairs_matrix;
 pub mod pairs_plan;
 pub mod planning;
+mod point_values;
 pub mod report_run;
 mod shape;
 pub mod web_findings;

@@ -438,7 +438,7 @@ fn installed_allocators(limits: &mut Vec<String>) -> Vec<Allocator> {
 }
 
 /// glibc's allocator alone: every study's default but the alloc study's.
-fn glibc_only() -> Vec<Allocator> {
+pub(crate) fn glibc_only() -> Vec<Allocator> {
     vec![Allocator {
         name: "glibc".to_string(),
         preload: None,
@@ -449,7 +449,7 @@ fn glibc_only() -> Vec<Allocator> {
 /// sampling (the study's defaults where the user gave none), timeout,
 /// seed and counters; programs, models, placements, N and the metric left
 /// empty for the study to set.
-fn base_spec(
+pub(crate) fn base_spec(
     kind: StudyKind,
     req: &StudyRequest,
     allocators: &[Allocator],

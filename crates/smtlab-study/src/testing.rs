@@ -4,30 +4,24 @@
 
 use smtlab_analyse::analysis::PointData;
 use smtlab_analyse::summary::{summarize_point, RunData};
-use smtlab_types::{Point, ResourceUsage, RunSpec, Sample, SampleStatus, Spawn};
+use smtlab_types::{Point, ResourceUsage, RunSpec, Sample, SampleStatus, StudyKind};
+
+use crate::planning::{base_spec, glibc_only, StudyRequest};
 
 /// What `planning` hands a study's own plan (web, chat, comm): glibc, seed
 /// 1, `min_samples` to `max_samples` samples; the rest left to the study.
 pub(crate) fn plan_base(min_samples: usize, max_samples: usize) -> RunSpec {
+    let given = StudyRequest {
+        seed: 1,
+        ..StudyRequest::default()
+    };
     RunSpec {
-        programs: Vec::new(),
-        comms: Vec::new(),
-        models: Vec::new(),
-        placements: Vec::new(),
-        threads: Vec::new(),
-        allocs: vec!["glibc".into()],
-        spawn: Spawn::Exec,
-        mode: None,
-        metric: None,
         warmup: 0,
         min_samples,
         max_samples,
         precision: 0.05,
         max_time_s: 10.0,
-        timeout_s: None,
-        seed: 1,
-        counters: false,
-        study: None,
+        ..base_spec(StudyKind::Web, &given, &glibc_only(), None)
     }
 }
 

@@ -11,6 +11,7 @@ use smtlab_types::extras::{server, web};
 use smtlab_types::{Model, Program, Table};
 
 use crate::intervals::{self, Reading};
+use crate::point_values::{client_bound, client_share, extra, median, num, server_note};
 
 /// The web study's part of the findings (added to the study's
 /// [`Findings`](crate::Findings) by `findings.rs`).
@@ -42,10 +43,6 @@ fn cpus_text(p: &PointData) -> String {
     p.summary.point.cpus.as_ref().map_or("-".into(), |c| {
         c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
     })
-}
-
-fn extra(p: &PointData, key: &str) -> Option<f64> {
-    p.summary.extras.get(key).copied()
 }
 
 /// A counter's median per sample, user and kernel added, per request.
@@ -113,26 +110,18 @@ pub fn web(points: &[PointData], topo: &Topology, seed: u64, f: &mut WebFindings
     limits(&servers, f);
 }
 
-fn median(p: &PointData) -> Option<f64> {
-    p.summary.summary.as_ref().map(|s| s.median)
-}
-
 fn table(servers: &[&PointData], f: &mut WebFindings) {
-    let num =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let rows = servers
         .iter()
         .map(|p| {
             let r = &p.summary;
-            let note = if r.summary.is_none() {
-                "no successful sample".to_string()
-            } else if extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5) {
-                "client-bound: a lower bound".to_string()
-            } else if extra(p, server::CLIENT_PINNED).is_some_and(|b| b < 0.5) {
-                "client on the server's CPUs".to_string()
-            } else {
-                String::new()
-            };
+            let note = server_note(p).unwrap_or_else(|| {
+                if extra(p, server::CLIENT_PINNED).is_some_and(|b| b < 0.5) {
+                    "client on the server's CPUs".to_string()
+                } else {
+                    String::new()
+                }
+            });
             vec![
                 label(p),
                 r.point.placement.clone(),
@@ -146,8 +135,7 @@ fn table(servers: &[&PointData], f: &mut WebFindings) {
                 num(per_request(p, "L1-icache-load-misses"), 1),
                 num(per_request(p, "L1-dcache-load-misses"), 1),
                 num(cpi(p), 2),
-                extra(p, server::CLIENT_CPU_SHARE)
-                    .map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
+                client_share(p),
                 note,
             ]
         })
@@ -530,7 +518,7 @@ fn smt_against_cores(servers: &[&PointData], topo: &Topology, seed: u64, f: &mut
 fn limits(servers: &[&PointData], f: &mut WebFindings) {
     let bound: Vec<String> = servers
         .iter()
-        .filter(|p| extra(p, server::CLIENT_BOUND).is_some_and(|b| b >= 0.5))
+        .filter(|p| client_bound(p))
         .map(|p| {
             format!(
                 "{} at N={} ({:.0}% busy)",
