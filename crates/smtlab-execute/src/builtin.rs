@@ -57,7 +57,6 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     let (procs, threads) = point.model.shape(point.workers);
     let started_at = sys::unix_now_s();
     let (tx, rx) = mpsc::channel::<FromWorker>();
-    let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
     let mut failure: Option<(SampleStatus, String)> = None;
 
     let queue = match QueueFile::create() {
@@ -76,26 +75,71 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             )))
         }
     };
+    let spawned = spawn_workers(point, ctx, procs, &mut failure, |rank| WorkerSpec {
+        processes: procs,
+        queue: Some(queue.path.clone()),
+        workload: workload.clone(),
+        params: params.clone(),
+        rank,
+        threads,
+        workers: point.workers,
+        cpus: point
+            .cpus
+            .as_ref()
+            .map(|c| c[rank * threads..(rank + 1) * threads].to_vec()),
+        mode: point.mode,
+        counters: ctx.counters,
+    });
+    let workers = read_workers(spawned, &tx, &mut failure);
+    drop(tx);
+
+    let mut phases = Phases {
+        workers,
+        rx,
+        reports: vec![None; procs],
+        ended_first: None,
+        failure,
+    };
+    if phases.failure.is_none() && phases.set_up(ctx).is_err() {
+        return Outcome::Interrupted;
+    }
+    // Every worker has mapped the queue by now: its name can go, so even a
+    // kill -9 of smtlab from here on leaves nothing in /dev/shm.
+    queue.unlink();
+    if phases.failure.is_none() && phases.measure(ctx).is_err() {
+        return Outcome::Interrupted;
+    }
+    if phases.failure.is_some() {
+        kill_all(&phases.workers);
+    }
+    let ends = reap_all(&phases.workers);
+    phases.name_a_crash(&ends);
+    let reports: Vec<ProcessMeasurement> = phases.reports.into_iter().flatten().collect();
+    Outcome::Measured(Box::new(assemble_sample(
+        point,
+        seq,
+        warmup,
+        started_at,
+        phases.failure,
+        &reports,
+    )))
+}
+
+/// The worker processes, one per rank, each from its `spec`; the first
+/// that cannot be started fails the sample and no more are started.
+fn spawn_workers(
+    point: &Point,
+    ctx: &SampleContext,
+    procs: usize,
+    failure: &mut Option<(SampleStatus, String)>,
+    spec: impl Fn(usize) -> WorkerSpec,
+) -> Vec<Spawned> {
+    let mut spawned: Vec<Spawned> = Vec::with_capacity(procs);
     for rank in 0..procs {
-        let spec = WorkerSpec {
-            processes: procs,
-            queue: Some(queue.path.clone()),
-            workload: workload.clone(),
-            params: params.clone(),
-            rank,
-            threads,
-            workers: point.workers,
-            cpus: point
-                .cpus
-                .as_ref()
-                .map(|c| c[rank * threads..(rank + 1) * threads].to_vec()),
-            mode: point.mode,
-            counters: ctx.counters,
-        };
-        match spawn(point.spawn, &ctx.exe, ctx.preload_for(point), &spec) {
+        match spawn(point.spawn, &ctx.exe, ctx.preload_for(point), &spec(rank)) {
             Ok(w) => spawned.push(w),
             Err(e) => {
-                failure = Some((
+                *failure = Some((
                     SampleStatus::Failed,
                     format!("starting worker {rank}: {}", e.reason()),
                 ));
@@ -103,17 +147,27 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
         }
     }
-    // Readers start only now: forking while reader threads run could fork
-    // with a lock held (see `sys::fork_child`).
+    spawned
+}
+
+/// Every started worker with its readers, which send its messages to
+/// `tx`. Readers start only now: forking while reader threads run could
+/// fork with a lock held (see `sys::fork_child`). A reader that cannot be
+/// started fails the sample; its worker is still killed and reaped with
+/// the others.
+fn read_workers(
+    spawned: Vec<Spawned>,
+    tx: &mpsc::Sender<FromWorker>,
+    failure: &mut Option<(SampleStatus, String)>,
+) -> Vec<Worker> {
     let mut workers: Vec<Worker> = Vec::with_capacity(spawned.len());
     for (rank, s) in spawned.into_iter().enumerate() {
-        let stderr_tail = match start_readers(rank, s.stdout, s.stderr, &tx) {
+        let stderr_tail = match start_readers(rank, s.stdout, s.stderr, tx) {
             Ok(tail) => tail,
             Err(e) => {
-                // Out of threads (the process limit): this worker is still
-                // killed and reaped with the others.
+                // Out of threads (the process limit).
                 if failure.is_none() {
-                    failure = Some((
+                    *failure = Some((
                         SampleStatus::Failed,
                         format!("starting worker {rank}: cannot start a thread to read it: {e}"),
                     ));
@@ -127,28 +181,37 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             stderr_tail,
         });
     }
-    drop(tx);
+    workers
+}
 
-    let mut reports: Vec<Option<ProcessMeasurement>> = vec![None; procs];
-    // The worker whose output ended before it reported, if that is what
-    // failed the sample.
-    let mut ended_first: Option<usize> = None;
-    if failure.is_none() {
-        // Phase 1: every worker set up and ready.
+/// Ctrl-C came during a phase: every worker was killed and reaped.
+struct Interrupted;
+
+/// What a sample's two phases (set-up, then the measured run) share: the
+/// workers, what they sent, and the first failure, which ends either.
+struct Phases {
+    workers: Vec<Worker>,
+    rx: mpsc::Receiver<FromWorker>,
+    reports: Vec<Option<ProcessMeasurement>>,
+    /// The worker whose output ended before it reported, if that is what
+    /// failed the sample.
+    ended_first: Option<usize>,
+    failure: Option<(SampleStatus, String)>,
+}
+
+impl Phases {
+    /// Phase 1: every worker set up and ready, within the set-up limit
+    /// (`--timeout`, else [`SETUP_TIMEOUT`]).
+    fn set_up(&mut self, ctx: &SampleContext) -> Result<(), Interrupted> {
         let mut ready = 0;
         let setup_limit = ctx.timeout.unwrap_or(SETUP_TIMEOUT);
         let until = Instant::now() + setup_limit;
-        while ready < workers.len() && failure.is_none() {
-            match wait_event(&rx, until, ctx) {
+        while ready < self.workers.len() && self.failure.is_none() {
+            match wait_event(&self.rx, until, ctx) {
                 Waited::FromWorker(FromWorker::Msg(_, WorkerMsg::Ready { .. })) => ready += 1,
-                Waited::FromWorker(e) => {
-                    if let FromWorker::Eof(rank) = e {
-                        ended_first = Some(rank);
-                    }
-                    failure = Some(event_failure(e, &workers))
-                }
+                Waited::FromWorker(e) => self.fail_on(e),
                 Waited::Timeout => {
-                    failure = Some((
+                    self.failure = Some((
                         SampleStatus::Timeout,
                         match ctx.timeout {
                             Some(t) => format!(
@@ -162,20 +225,16 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                         },
                     ))
                 }
-                Waited::Interrupted => {
-                    kill_all(&workers);
-                    reap_all(&workers);
-                    return Outcome::Interrupted;
-                }
+                Waited::Interrupted => return Err(self.interrupt()),
             }
         }
+        Ok(())
     }
-    // Every worker has mapped the queue by now: its name can go, so even a
-    // kill -9 of smtlab from here on leaves nothing in /dev/shm.
-    queue.unlink();
-    if failure.is_none() {
-        // Phase 2: go, all at once.
-        for w in &mut workers {
+
+    /// Phase 2: go, all at once, then every worker's report, within
+    /// `--timeout`.
+    fn measure(&mut self, ctx: &SampleContext) -> Result<(), Interrupted> {
+        for w in &mut self.workers {
             if let Some(stdin) = w.stdin.as_mut() {
                 let _ = stdin.write_all(b"go\n").and_then(|_| stdin.flush());
             }
@@ -186,67 +245,72 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                 Instant::now() + t
             });
         let mut done = 0;
-        while done < workers.len() && failure.is_none() {
-            match wait_event(&rx, until, ctx) {
+        while done < self.workers.len() && self.failure.is_none() {
+            match wait_event(&self.rx, until, ctx) {
                 Waited::FromWorker(FromWorker::Msg(rank, WorkerMsg::Done(r))) => {
-                    reports[rank] = Some(*r);
+                    self.reports[rank] = Some(*r);
                     done += 1;
                 }
                 // A worker that reported closes its pipe as it exits.
-                Waited::FromWorker(FromWorker::Eof(rank)) if reports[rank].is_some() => {}
-                Waited::FromWorker(e) => {
-                    if let FromWorker::Eof(rank) = e {
-                        ended_first = Some(rank);
-                    }
-                    failure = Some(event_failure(e, &workers))
-                }
+                Waited::FromWorker(FromWorker::Eof(rank)) if self.reports[rank].is_some() => {}
+                Waited::FromWorker(e) => self.fail_on(e),
                 Waited::Timeout => {
                     let t = ctx
                         .timeout
                         .expect("a deadline means a timeout")
                         .as_secs_f64();
-                    failure = Some((
+                    self.failure = Some((
                         SampleStatus::Timeout,
                         format!("workers did not finish within --timeout {t} s; killed"),
                     ))
                 }
-                Waited::Interrupted => {
-                    kill_all(&workers);
-                    reap_all(&workers);
-                    return Outcome::Interrupted;
+                Waited::Interrupted => return Err(self.interrupt()),
+            }
+        }
+        Ok(())
+    }
+
+    /// A message a phase did not expect fails the sample; a worker whose
+    /// output ended is remembered, for [`name_a_crash`](Self::name_a_crash).
+    fn fail_on(&mut self, e: FromWorker) {
+        if let FromWorker::Eof(rank) = e {
+            self.ended_first = Some(rank);
+        }
+        self.failure = Some(event_failure(e, &self.workers));
+    }
+
+    /// Every worker killed and reaped, on Ctrl-C.
+    fn interrupt(&self) -> Interrupted {
+        kill_all(&self.workers);
+        reap_all(&self.workers);
+        Interrupted
+    }
+
+    /// A crash is reported by the pipe closing; the wait status (`ends`)
+    /// says how. smtlab kills the other workers with SIGKILL once one has
+    /// failed, so SIGKILL names the cause only for the worker that ended
+    /// first (killed from outside: `kill -9`, the OOM killer).
+    fn name_a_crash(&mut self, ends: &[Option<ChildEnd>]) {
+        let Some((status, reason)) = &mut self.failure else {
+            return;
+        };
+        if *status != SampleStatus::Failed {
+            return;
+        }
+        for (rank, (w, end)) in self.workers.iter().zip(ends).enumerate() {
+            if let Some(ChildEnd::Signaled(sig)) = end {
+                if *sig != Signal::SIGKILL as i32 || self.ended_first == Some(rank) {
+                    *status = SampleStatus::Crashed;
+                    *reason = format!(
+                        "worker pid {} killed by signal {}{}",
+                        w.pid,
+                        sys::signal_name(*sig),
+                        stderr_of(w)
+                    );
                 }
             }
         }
     }
-    if failure.is_some() {
-        kill_all(&workers);
-    }
-    let ends = reap_all(&workers);
-    if let Some((status, reason)) = &mut failure {
-        // A crash is reported by the pipe closing; the wait status says how.
-        // smtlab kills the other workers with SIGKILL once one has failed,
-        // so SIGKILL names the cause only for the worker that ended first
-        // (killed from outside: `kill -9`, the OOM killer).
-        if *status == SampleStatus::Failed {
-            for (rank, (w, end)) in workers.iter().zip(&ends).enumerate() {
-                if let Some(ChildEnd::Signaled(sig)) = end {
-                    if *sig != Signal::SIGKILL as i32 || ended_first == Some(rank) {
-                        *status = SampleStatus::Crashed;
-                        *reason = format!(
-                            "worker pid {} killed by signal {}{}",
-                            w.pid,
-                            sys::signal_name(*sig),
-                            stderr_of(w)
-                        );
-                    }
-                }
-            }
-        }
-    }
-    let reports: Vec<ProcessMeasurement> = reports.into_iter().flatten().collect();
-    Outcome::Measured(Box::new(assemble_sample(
-        point, seq, warmup, started_at, failure, &reports,
-    )))
 }
 
 enum Waited {

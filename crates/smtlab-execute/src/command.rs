@@ -16,7 +16,8 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -152,6 +153,10 @@ fn failed(point: &Point, seq: usize, warmup: bool, reason: String) -> Sample {
     )
 }
 
+/// One sample of a user command: its ranks spawned at their gates,
+/// counters and readers attached, released together, waited for (or
+/// killed at the timeout or on Ctrl-C), then the sample from how they
+/// ended and what they printed.
 fn run_inner(
     point: &Point,
     template: &str,
@@ -165,66 +170,11 @@ fn run_inner(
         _ => None,
     };
     let plan = ctx.counters.then(CounterPlan::probe);
-    let mut children: Vec<Child> = Vec::with_capacity(procs);
-    let mut outputs = Vec::with_capacity(procs);
-    let mut errors = Vec::with_capacity(procs);
-    let spawned = (|| -> Result<(), ExecError> {
-        for rank in 0..procs {
-            let cpus: Vec<u32> = point
-                .cpus
-                .as_ref()
-                .map(|c| c[rank * threads..(rank + 1) * threads].to_vec())
-                .unwrap_or_default();
-            // `smtlab __gate` holds the process until every rank is created
-            // and its counters are attached, then execs the shell.
-            let mut cmd = Command::new(&ctx.exe);
-            cmd.args(["__gate", "/bin/sh", "-c"])
-                .arg(expand(template, threads, rank, &cpus))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .env("SMTLAB_RANK", rank.to_string())
-                .env("SMTLAB_THREADS", threads.to_string())
-                .process_group(0);
-            let mut preload: Vec<String> = Vec::new();
-            if let Some(lib) = &pin_lib {
-                preload.push(lib.display().to_string());
-                cmd.env(crate::pin::ENV_CPUS, cpus_list(&cpus));
-            }
-            if let Some(p) = ctx.preload_for(point) {
-                preload.push(p.library.display().to_string());
-                cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
-            }
-            if !preload.is_empty() {
-                cmd.env("LD_PRELOAD", preload.join(":"));
-            }
-            let set: Option<CpuSet> = point.cpus.as_ref().map(|_| cpus.iter().copied().collect());
-            // Close-on-exec: only the copy of the read end made at GATE_FD
-            // reaches `__gate`, and nothing leaks into the user's program.
-            let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
-            sys::configure_gated_child(
-                &mut cmd,
-                set.as_ref(),
-                Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
-            )?;
-            let mut child = cmd.spawn().map_err(|io| ExecError::CommandStart { io })?;
-            drop((gate_r, ready_w));
-            outputs.push(child.stdout.take().expect("piped"));
-            errors.push(child.stderr.take().expect("piped"));
-            children.push(Child {
-                pid: child.id() as i32,
-                gate: Some(gate),
-            });
-        }
-        Ok(())
-    })();
-    if let Err(e) = spawned {
-        kill_groups(&children);
-        for c in &children {
-            let _ = sys::wait4(c.pid);
-        }
-        return Err(e);
-    }
+    let Ranks {
+        mut children,
+        outputs,
+        errors,
+    } = spawn_ranks(point, template, ctx, (procs, threads), pin_lib.as_deref())?;
 
     let mut counters: Vec<ThreadCounters> = match &plan {
         Some(p) => children
@@ -238,104 +188,21 @@ fn run_inner(
     let sampler = PeakSampler::start(&pids, Duration::from_millis(50), true);
 
     // Readers and waiters before the release, so nothing is missed.
-    let (otx, orx) = mpsc::channel::<(usize, String, String)>();
-    // Threads are created with `Builder` throughout: at the process limit
-    // (which counts threads) that fails with an error, and the sample
-    // fails with it, where `thread::spawn` would panic.
-    for (rank, (out, err)) in outputs.into_iter().zip(errors).enumerate() {
-        let otx = otx.clone();
-        let reader = std::thread::Builder::new().spawn(move || {
-            let (o, e) = std::thread::scope(|s| {
-                let e = std::thread::Builder::new().spawn_scoped(s, || tail(err, 4096));
-                let o = tail(out, KEEP_OUTPUT);
-                // No thread for stderr: its pipe is closed unread.
-                (o, e.map_or(String::new(), |e| e.join().unwrap_or_default()))
-            });
-            let _ = otx.send((rank, o, e));
-        });
-        if let Err(io) = reader {
-            kill_groups(&children);
-            for c in &children {
-                let _ = sys::wait4(c.pid);
-            }
-            return Err(ExecError::RankReader { rank, io });
-        }
-    }
-    drop(otx);
-    let (wtx, wrx) = mpsc::channel::<Ended>();
-    // Every rank at its gate (its own start-up done), then the clock starts
-    // and all go at once.
-    for c in &children {
-        if let Some(g) = &c.gate {
-            g.wait_ready();
-        }
-    }
-    let started_at = sys::unix_now_s();
-    let start = sys::monotonic_s();
-    for c in &mut children {
-        if let Some(g) = c.gate.take() {
-            g.open();
-        }
-    }
-    for (rank, c) in children.iter().enumerate() {
-        let (wtx, pid) = (wtx.clone(), c.pid);
-        let waiter = std::thread::Builder::new().spawn(move || {
-            let (end, usage) = match sys::wait4(pid) {
-                Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
-                Err(_) => (None, ResourceUsage::default()),
-            };
-            let _ = wtx.send(Ended {
-                rank,
-                end,
-                usage,
-                at: sys::monotonic_s(),
-            });
-        });
-        if let Err(io) = waiter {
-            // The ranks before this one are reaped by their waiters.
-            kill_groups(&children);
-            for c in &children[rank..] {
-                let _ = sys::wait4(c.pid);
-            }
-            return Err(ExecError::RankWaiter { rank, io });
-        }
-    }
-    drop(wtx);
-
-    let deadline = ctx.timeout.map(|t| Instant::now() + t);
-    let mut ended: Vec<Option<Ended>> = (0..procs).map(|_| None).collect();
-    let mut timed_out = false;
-    let mut interrupted = false;
-    let mut left = procs;
-    while left > 0 {
-        if ctx.stop.load(Ordering::SeqCst) && !interrupted {
-            interrupted = true;
-            kill_groups(&children);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out && !interrupted {
-            timed_out = true;
-            kill_groups(&children);
-        }
-        match wrx.recv_timeout(POLL) {
-            Ok(e) => {
-                let r = e.rank;
-                ended[r] = Some(e);
-                left -= 1;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-    }
+    let orx = start_readers(&children, outputs, errors)?;
+    let (started_at, start) = release(&mut children);
+    let wrx = start_waiters(&children)?;
+    let waited = wait_for_ranks(&children, &wrx, ctx, procs);
     // Whatever the ranks started in the background dies with them.
     kill_groups(&children);
     let memory = sampler.stop();
-    if interrupted {
+    if waited.interrupted {
         return Ok(Outcome::Interrupted);
     }
     let mut texts: Vec<(String, String)> = vec![(String::new(), String::new()); procs];
     for (rank, o, e) in orx.iter() {
         texts[rank] = (o, e);
     }
+    let ended = waited.ended;
     let end = ended.iter().flatten().map(|e| e.at).fold(start, f64::max);
     let wall_s = end - start;
 
@@ -353,79 +220,17 @@ fn run_inner(
         usage.anon_huge_kb = Some(m.anon_huge_kb);
     }
 
-    let mut status = SampleStatus::Ok;
-    let mut reason = None;
-    if timed_out {
-        status = SampleStatus::Timeout;
-        let t = ctx.timeout.map_or(0.0, |t| t.as_secs_f64());
-        reason = Some(format!(
-            "--cmd did not finish within --timeout {t} s; killed"
-        ));
-    } else {
-        for e in ended.iter().flatten() {
-            let err = texts[e.rank].1.trim().replace('\n', " | ");
-            let err = if err.is_empty() {
-                String::new()
-            } else {
-                format!(": {err}")
-            };
-            match e.end {
-                Some(ChildEnd::Exited(0)) => {}
-                Some(ChildEnd::Exited(c)) => {
-                    status = SampleStatus::Failed;
-                    reason = Some(format!("rank {} exited with code {c}{err}", e.rank));
-                    break;
-                }
-                Some(ChildEnd::Signaled(s)) => {
-                    status = SampleStatus::Crashed;
-                    let name = sys::signal_name(s);
-                    reason = Some(format!("rank {} killed by {name}{err}", e.rank));
-                    break;
-                }
-                None => {
-                    status = SampleStatus::Failed;
-                    reason = Some(format!("rank {}: could not wait for it", e.rank));
-                    break;
-                }
-            }
-        }
-    }
+    let (mut status, mut reason) = judge_ends(&ended, &texts, waited.timed_out, ctx);
     let mut metric = (status == SampleStatus::Ok).then_some(wall_s);
     if let (Some(re), SampleStatus::Ok) = (&ctx.metric_regex, status) {
-        let mut values = Vec::new();
-        for (rank, (out, _)) in texts.iter().enumerate() {
-            match last_capture(re, out) {
-                Ok(v) => values.push(v),
-                Err(e) => {
-                    status = SampleStatus::Failed;
-                    reason = Some(match e {
-                        CaptureError::NoMatch => format!(
-                            "--metric: `{}` matched no number in the output of rank {rank}",
-                            re.as_str()
-                        ),
-                        CaptureError::NotFinite(v) => format!(
-                            "--metric: `{}` captured `{v}` in the output of rank {rank}, \
-                             which is not a finite number",
-                            re.as_str()
-                        ),
-                    });
-                    break;
-                }
+        match user_metric(re, &texts, point.metric.higher_is_better) {
+            Ok(value) => metric = Some(value),
+            Err(why) => {
+                status = SampleStatus::Failed;
+                reason = Some(why);
+                metric = None;
             }
         }
-        let value = if point.metric.higher_is_better {
-            values.iter().sum()
-        } else {
-            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-        };
-        if status == SampleStatus::Ok && !value.is_finite() {
-            // Finite values whose sum overflows.
-            status = SampleStatus::Failed;
-            reason = Some(format!(
-                "--metric: the ranks' values add up to {value}, not a finite number"
-            ));
-        }
-        metric = (status == SampleStatus::Ok).then_some(value);
     }
     let workers = children
         .iter()
@@ -461,11 +266,333 @@ fn run_inner(
     })))
 }
 
+/// The ranks' processes, each held at its gate, and their output pipes.
+struct Ranks {
+    children: Vec<Child>,
+    outputs: Vec<ChildStdout>,
+    errors: Vec<ChildStderr>,
+}
+
+/// Every rank's process created and held at its gate; if one cannot be,
+/// those already created are killed and reaped.
+fn spawn_ranks(
+    point: &Point,
+    template: &str,
+    ctx: &SampleContext,
+    (procs, threads): (usize, usize),
+    pin_lib: Option<&Path>,
+) -> Result<Ranks, ExecError> {
+    let mut ranks = Ranks {
+        children: Vec::with_capacity(procs),
+        outputs: Vec::with_capacity(procs),
+        errors: Vec::with_capacity(procs),
+    };
+    for rank in 0..procs {
+        match spawn_rank(point, template, ctx, rank, threads, pin_lib) {
+            Ok((child, out, err)) => {
+                ranks.outputs.push(out);
+                ranks.errors.push(err);
+                ranks.children.push(child);
+            }
+            Err(e) => {
+                kill_and_reap(&ranks.children);
+                return Err(e);
+            }
+        }
+    }
+    Ok(ranks)
+}
+
+/// One rank's process: `sh -c` with the template filled in for it, its
+/// CPUs, pinning library and allocator, held by `smtlab __gate` until
+/// every rank is created and its counters are attached.
+fn spawn_rank(
+    point: &Point,
+    template: &str,
+    ctx: &SampleContext,
+    rank: usize,
+    threads: usize,
+    pin_lib: Option<&Path>,
+) -> Result<(Child, ChildStdout, ChildStderr), ExecError> {
+    let cpus: Vec<u32> = point
+        .cpus
+        .as_ref()
+        .map(|c| c[rank * threads..(rank + 1) * threads].to_vec())
+        .unwrap_or_default();
+    let mut cmd = Command::new(&ctx.exe);
+    cmd.args(["__gate", "/bin/sh", "-c"])
+        .arg(expand(template, threads, rank, &cpus))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("SMTLAB_RANK", rank.to_string())
+        .env("SMTLAB_THREADS", threads.to_string())
+        .process_group(0);
+    let mut preload: Vec<String> = Vec::new();
+    if let Some(lib) = pin_lib {
+        preload.push(lib.display().to_string());
+        cmd.env(crate::pin::ENV_CPUS, cpus_list(&cpus));
+    }
+    if let Some(p) = ctx.preload_for(point) {
+        preload.push(p.library.display().to_string());
+        cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
+    }
+    if !preload.is_empty() {
+        cmd.env("LD_PRELOAD", preload.join(":"));
+    }
+    let set: Option<CpuSet> = point.cpus.as_ref().map(|_| cpus.iter().copied().collect());
+    // Close-on-exec: only the copy of the read end made at GATE_FD
+    // reaches `__gate`, and nothing leaks into the user's program.
+    let (gate, (gate_r, ready_w)) = sys::gate_pipes()?;
+    sys::configure_gated_child(
+        &mut cmd,
+        set.as_ref(),
+        Some((gate_r.as_raw_fd(), ready_w.as_raw_fd())),
+    )?;
+    let mut child = cmd.spawn().map_err(|io| ExecError::CommandStart { io })?;
+    drop((gate_r, ready_w));
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let child = Child {
+        pid: child.id() as i32,
+        gate: Some(gate),
+    };
+    Ok((child, out, err))
+}
+
+/// One reader per rank, each sending (rank, the end of its output, the
+/// start of its errors) once both pipes are closed; if one cannot be
+/// started, every rank is killed and reaped.
+fn start_readers(
+    children: &[Child],
+    outputs: Vec<ChildStdout>,
+    errors: Vec<ChildStderr>,
+) -> Result<mpsc::Receiver<(usize, String, String)>, ExecError> {
+    let (otx, orx) = mpsc::channel::<(usize, String, String)>();
+    // Threads are created with `Builder` throughout: at the process limit
+    // (which counts threads) that fails with an error, and the sample
+    // fails with it, where `thread::spawn` would panic.
+    for (rank, (out, err)) in outputs.into_iter().zip(errors).enumerate() {
+        let otx = otx.clone();
+        let reader = std::thread::Builder::new().spawn(move || {
+            let (o, e) = std::thread::scope(|s| {
+                let e = std::thread::Builder::new().spawn_scoped(s, || tail(err, 4096));
+                let o = tail(out, KEEP_OUTPUT);
+                // No thread for stderr: its pipe is closed unread.
+                (o, e.map_or(String::new(), |e| e.join().unwrap_or_default()))
+            });
+            let _ = otx.send((rank, o, e));
+        });
+        if let Err(io) = reader {
+            kill_and_reap(children);
+            return Err(ExecError::RankReader { rank, io });
+        }
+    }
+    Ok(orx)
+}
+
+/// Every rank at its gate (its own start-up done), then the clock starts
+/// and all go at once: the start as a Unix time and on the monotonic clock.
+fn release(children: &mut [Child]) -> (f64, f64) {
+    for c in children.iter() {
+        if let Some(g) = &c.gate {
+            g.wait_ready();
+        }
+    }
+    let started_at = sys::unix_now_s();
+    let start = sys::monotonic_s();
+    for c in children.iter_mut() {
+        if let Some(g) = c.gate.take() {
+            g.open();
+        }
+    }
+    (started_at, start)
+}
+
+/// One waiter per rank, which reaps it and sends how and when it ended;
+/// if one cannot be started, every rank is killed (those before it are
+/// reaped by their waiters, the others here).
+fn start_waiters(children: &[Child]) -> Result<mpsc::Receiver<Ended>, ExecError> {
+    let (wtx, wrx) = mpsc::channel::<Ended>();
+    for (rank, c) in children.iter().enumerate() {
+        let (wtx, pid) = (wtx.clone(), c.pid);
+        let waiter = std::thread::Builder::new().spawn(move || {
+            let (end, usage) = match sys::wait4(pid) {
+                Ok((end, ru)) => (Some(end), usage_from_wait4(&ru)),
+                Err(_) => (None, ResourceUsage::default()),
+            };
+            let _ = wtx.send(Ended {
+                rank,
+                end,
+                usage,
+                at: sys::monotonic_s(),
+            });
+        });
+        if let Err(io) = waiter {
+            // The ranks before this one are reaped by their waiters.
+            kill_groups(children);
+            for c in &children[rank..] {
+                let _ = sys::wait4(c.pid);
+            }
+            return Err(ExecError::RankWaiter { rank, io });
+        }
+    }
+    Ok(wrx)
+}
+
+/// How the ranks' wait ended: each rank's end (by rank), and whether they
+/// were killed at `--timeout` or on Ctrl-C.
+struct Waited {
+    ended: Vec<Option<Ended>>,
+    timed_out: bool,
+    interrupted: bool,
+}
+
+/// Every rank's end from its waiter; on Ctrl-C or at `--timeout` every
+/// rank is killed, and the wait goes on until their waiters have reaped
+/// them.
+fn wait_for_ranks(
+    children: &[Child],
+    wrx: &mpsc::Receiver<Ended>,
+    ctx: &SampleContext,
+    procs: usize,
+) -> Waited {
+    let deadline = ctx.timeout.map(|t| Instant::now() + t);
+    let mut ended: Vec<Option<Ended>> = (0..procs).map(|_| None).collect();
+    let mut timed_out = false;
+    let mut interrupted = false;
+    let mut left = procs;
+    while left > 0 {
+        if ctx.stop.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            kill_groups(children);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out && !interrupted {
+            timed_out = true;
+            kill_groups(children);
+        }
+        match wrx.recv_timeout(POLL) {
+            Ok(e) => {
+                let r = e.rank;
+                ended[r] = Some(e);
+                left -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Waited {
+        ended,
+        timed_out,
+        interrupted,
+    }
+}
+
+/// The sample's status and reason from how the ranks ended: the timeout,
+/// else the first rank (by its number) that failed, was killed
+/// or could not be waited for, with the start of its errors.
+fn judge_ends(
+    ended: &[Option<Ended>],
+    texts: &[(String, String)],
+    timed_out: bool,
+    ctx: &SampleContext,
+) -> (SampleStatus, Option<String>) {
+    if timed_out {
+        let t = ctx.timeout.map_or(0.0, |t| t.as_secs_f64());
+        return (
+            SampleStatus::Timeout,
+            Some(format!(
+                "--cmd did not finish within --timeout {t} s; killed"
+            )),
+        );
+    }
+    for e in ended.iter().flatten() {
+        let err = texts[e.rank].1.trim().replace('\n', " | ");
+        let err = if err.is_empty() {
+            String::new()
+        } else {
+            format!(": {err}")
+        };
+        match e.end {
+            Some(ChildEnd::Exited(0)) => {}
+            Some(ChildEnd::Exited(c)) => {
+                return (
+                    SampleStatus::Failed,
+                    Some(format!("rank {} exited with code {c}{err}", e.rank)),
+                );
+            }
+            Some(ChildEnd::Signaled(s)) => {
+                let name = sys::signal_name(s);
+                return (
+                    SampleStatus::Crashed,
+                    Some(format!("rank {} killed by {name}{err}", e.rank)),
+                );
+            }
+            None => {
+                return (
+                    SampleStatus::Failed,
+                    Some(format!("rank {}: could not wait for it", e.rank)),
+                );
+            }
+        }
+    }
+    (SampleStatus::Ok, None)
+}
+
+/// `--metric`: the value `re` captures last in each rank's output, summed
+/// over the ranks when higher is better (rates add up), else the largest
+/// (the slowest rank's time); or why there is none.
+fn user_metric(
+    re: &regex::Regex,
+    texts: &[(String, String)],
+    higher_is_better: bool,
+) -> Result<f64, String> {
+    let mut values = Vec::new();
+    for (rank, (out, _)) in texts.iter().enumerate() {
+        match last_capture(re, out) {
+            Ok(v) => values.push(v),
+            Err(CaptureError::NoMatch) => {
+                return Err(format!(
+                    "--metric: `{}` matched no number in the output of rank {rank}",
+                    re.as_str()
+                ))
+            }
+            Err(CaptureError::NotFinite(v)) => {
+                return Err(format!(
+                    "--metric: `{}` captured `{v}` in the output of rank {rank}, \
+                     which is not a finite number",
+                    re.as_str()
+                ))
+            }
+        }
+    }
+    let value = if higher_is_better {
+        values.iter().sum()
+    } else {
+        values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    };
+    if !value.is_finite() {
+        // Finite values whose sum overflows.
+        return Err(format!(
+            "--metric: the ranks' values add up to {value}, not a finite number"
+        ));
+    }
+    Ok(value)
+}
+
 fn cpus_list(cpus: &[u32]) -> String {
     cpus.iter()
         .map(|c| c.to_string())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Every rank (and whatever it started) killed, then reaped.
+fn kill_and_reap(children: &[Child]) {
+    kill_groups(children);
+    for c in children {
+        let _ = sys::wait4(c.pid);
+    }
 }
 
 fn kill_groups(children: &[Child]) {

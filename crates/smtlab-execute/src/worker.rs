@@ -9,6 +9,7 @@
 //! window, and no worker starts before all are ready.
 
 use std::io::{BufRead, Write};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -22,7 +23,7 @@ use smtlab_types::cpuset::CpuSet;
 use smtlab_types::Mode;
 use smtlab_workloads::{
     self as workload, ProcessContext, ProcessState, TaskQueue, WorkSplit, WorkerResult, WorkerSlot,
-    WorkerState, QUEUE_WORDS,
+    WorkerState, WorkloadInfo, QUEUE_WORDS,
 };
 
 /// Entry point of `smtlab __worker` (and of forked workers): returns the
@@ -69,6 +70,9 @@ struct Shared {
 const STEP_MIN_S: f64 = 100e-6;
 const STEP_MAX_S: f64 = 1e-3;
 
+/// One worker process: its spec read, the workload set up, its threads
+/// started and set up, `ready` said, then on `go` the measured window,
+/// and the report.
 fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError> {
     let spec: WorkerSpec = serde_json::from_str(&read_line(input)?)
         .map_err(|source| ExecError::WorkerSpec { source })?;
@@ -76,20 +80,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
         name: spec.workload.clone(),
     })?;
     let params = workload::resolve_params(&w.info(), &spec.params)?;
-    let queue = match &spec.queue {
-        Some(path) => {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)
-                .map_err(|source| ExecError::OpenQueue {
-                    path: path.clone(),
-                    source,
-                })?;
-            TaskQueue::shared(sys::SharedWords::map(&file, QUEUE_WORDS)?)
-        }
-        None => TaskQueue::local(),
-    };
+    let queue = open_queue(spec.queue.as_deref())?;
     let info = w.info();
     let ctx = ProcessContext {
         rank: spec.rank,
@@ -101,63 +92,18 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
     };
     let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params, &ctx)?);
     let plan = spec.counters.then(CounterPlan::probe).map(Arc::new);
+    let crew = Crew::start(&spec, &info, &state, plan.as_ref())?;
 
-    let n = spec.threads;
-    let ready = Arc::new(Barrier::new(n + 1));
-    let go = Arc::new(Barrier::new(n + 1));
-    let shared = Arc::new(Shared {
-        deadline: AtomicU64::new(f64::INFINITY.to_bits()),
-        abort: AtomicBool::new(false),
-        setup_errors: Mutex::new(Vec::new()),
-    });
-    let mut handles = Vec::with_capacity(n);
-    for t in 0..n {
-        let slot = WorkerSlot {
-            worker: spec.worker_of(t),
-            workers: spec.workers,
-            thread: t,
-            quota: match (spec.mode, info.work_split) {
-                (Mode::FixedWork { work }, WorkSplit::Quota) => {
-                    Some(quota(work, spec.workers, spec.worker_of(t)))
-                }
-                _ => None,
-            },
-        };
-        let until_empty =
-            matches!(spec.mode, Mode::FixedWork { .. }) && info.work_split == WorkSplit::Queue;
-        let cpu = spec.cpus.as_ref().map(|c| c[t]);
-        let (state, plan, ready, go, shared) = (
-            state.clone(),
-            plan.clone(),
-            ready.clone(),
-            go.clone(),
-            shared.clone(),
-        );
-        let h = std::thread::Builder::new()
-            .name(format!("worker-{}", slot.worker))
-            .spawn(move || {
-                worker_thread(
-                    t,
-                    slot,
-                    until_empty,
-                    cpu,
-                    &*state,
-                    plan.as_deref(),
-                    &ready,
-                    &go,
-                    &shared,
-                )
-            })
-            .map_err(|source| ExecError::WorkerThread { source })?;
-        handles.push(h);
-    }
-
-    ready.wait();
-    let errors = shared.setup_errors.lock().expect("not poisoned").clone();
+    crew.ready.wait();
+    let errors = crew
+        .shared
+        .setup_errors
+        .lock()
+        .expect("not poisoned")
+        .clone();
     if !errors.is_empty() {
-        shared.abort.store(true, Ordering::SeqCst);
-        go.wait();
-        for h in handles {
+        crew.abort();
+        for h in crew.handles {
             let _ = h.join();
         }
         return Err(ExecError::WorkerSetup(errors));
@@ -170,22 +116,21 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
     )?;
     let line = read_line(input)?;
     if line.trim() != "go" {
-        shared.abort.store(true, Ordering::SeqCst);
-        go.wait();
+        crew.abort();
         return Err(ExecError::NotGo {
             line: line.trim().into(),
         });
     }
     let before = rusage::snapshot(Who::Process).map_err(|source| ExecError::Rusage { source })?;
     if let Mode::FixedTime { seconds } = spec.mode {
-        shared
+        crew.shared
             .deadline
             .store((sys::monotonic_s() + seconds).to_bits(), Ordering::SeqCst);
     }
-    go.wait();
-    let mut threads = Vec::with_capacity(n);
-    let mut results = Vec::with_capacity(n);
-    for h in handles {
+    crew.go.wait();
+    let mut threads = Vec::with_capacity(spec.threads);
+    let mut results = Vec::with_capacity(spec.threads);
+    for h in crew.handles {
         let (report, slot, result) = h.join().map_err(|_| ExecError::WorkerPanicked)??;
         threads.push(report);
         results.push((slot, result));
@@ -210,6 +155,113 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
             extras,
         })),
     )
+}
+
+/// The sample's task queue: the file smtlab made, mapped (shared by every
+/// worker process), or one private to this process.
+fn open_queue(path: Option<&Path>) -> Result<TaskQueue, ExecError> {
+    Ok(match path {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map_err(|source| ExecError::OpenQueue {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            TaskQueue::shared(sys::SharedWords::map(&file, QUEUE_WORDS)?)
+        }
+        None => TaskQueue::local(),
+    })
+}
+
+/// What a worker thread gives back: its measurement, its slot and its
+/// workload's result.
+type ThreadEnd = Result<(ThreadMeasurement, WorkerSlot, WorkerResult), ExecError>;
+
+/// The worker threads as the main thread holds them: the barriers they
+/// meet it at (set up; go), what they share, and their handles.
+struct Crew {
+    ready: Arc<Barrier>,
+    go: Arc<Barrier>,
+    shared: Arc<Shared>,
+    handles: Vec<std::thread::JoinHandle<ThreadEnd>>,
+}
+
+impl Crew {
+    /// One thread per worker of this process, each given its slot (its
+    /// quota of a fixed amount of work split by quota), its CPU, and
+    /// whether it runs until the shared queue is empty.
+    fn start(
+        spec: &WorkerSpec,
+        info: &WorkloadInfo,
+        state: &Arc<dyn ProcessState>,
+        plan: Option<&Arc<CounterPlan>>,
+    ) -> Result<Crew, ExecError> {
+        let n = spec.threads;
+        let ready = Arc::new(Barrier::new(n + 1));
+        let go = Arc::new(Barrier::new(n + 1));
+        let shared = Arc::new(Shared {
+            deadline: AtomicU64::new(f64::INFINITY.to_bits()),
+            abort: AtomicBool::new(false),
+            setup_errors: Mutex::new(Vec::new()),
+        });
+        let mut handles = Vec::with_capacity(n);
+        for t in 0..n {
+            let slot = WorkerSlot {
+                worker: spec.worker_of(t),
+                workers: spec.workers,
+                thread: t,
+                quota: match (spec.mode, info.work_split) {
+                    (Mode::FixedWork { work }, WorkSplit::Quota) => {
+                        Some(quota(work, spec.workers, spec.worker_of(t)))
+                    }
+                    _ => None,
+                },
+            };
+            let until_empty =
+                matches!(spec.mode, Mode::FixedWork { .. }) && info.work_split == WorkSplit::Queue;
+            let cpu = spec.cpus.as_ref().map(|c| c[t]);
+            let (state, plan, ready, go, shared) = (
+                state.clone(),
+                plan.cloned(),
+                ready.clone(),
+                go.clone(),
+                shared.clone(),
+            );
+            let h = std::thread::Builder::new()
+                .name(format!("worker-{}", slot.worker))
+                .spawn(move || {
+                    worker_thread(
+                        t,
+                        slot,
+                        until_empty,
+                        cpu,
+                        &*state,
+                        plan.as_deref(),
+                        &ready,
+                        &go,
+                        &shared,
+                    )
+                })
+                .map_err(|source| ExecError::WorkerThread { source })?;
+            handles.push(h);
+        }
+        Ok(Crew {
+            ready,
+            go,
+            shared,
+            handles,
+        })
+    }
+
+    /// Nobody runs: the threads, released from `go`, see the abort and
+    /// end without measuring.
+    fn abort(&self) {
+        self.shared.abort.store(true, Ordering::SeqCst);
+        self.go.wait();
+    }
 }
 
 /// Worker `w`'s share of `work` operations split over `workers`.

@@ -79,11 +79,59 @@ pub(super) fn assemble(
     after_exit: &[TaskStat],
 ) -> PinOutcome {
     let set: CpuSet = req.cpus.iter().copied().collect();
-    let mut rows: Vec<ThreadRow> = Vec::new();
-    let mut at: HashMap<(i32, i32), usize> = HashMap::new();
-    let mut slot = |rows: &mut Vec<ThreadRow>, p: i32, t: i32| -> (usize, bool) {
+    let mut merged = Rows::default();
+    merged.add_library(lines);
+    let preload_loaded = merged.rows.iter().any(|r| r.pid == pid);
+
+    // /proc fills in what the library could not record (killed, _exit,
+    // static binaries): first the samples, then the zombie after exit.
+    let mut sampled: Vec<&TaskStat> = sampled.values().collect();
+    sampled.sort_by_key(|t| t.tid);
+    for t in sampled {
+        merged.add_proc(pid, t, Source::Sampled);
+    }
+    for t in after_exit {
+        merged.add_proc(pid, t, Source::AfterExit);
+    }
+    let mut rows = merged.rows;
+    judge_rows(&mut rows, req, &set);
+    order_rows(&mut rows, pid);
+    let notes = notes(req, &set, pid, preload_loaded, &rows);
+    let mismatches = rows.iter().filter(|r| r.ok == Some(false)).count();
+    PinOutcome {
+        command: req
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        mode: req.mode,
+        cpus: req.cpus.clone(),
+        skip_mask: format!("{:#x}", req.skip),
+        pid,
+        exit_code,
+        signal,
+        preload_loaded,
+        threads: rows,
+        mismatches,
+        notes,
+    }
+}
+
+/// The rows being merged: one per thread (pid, tid), in the order each
+/// was first seen.
+#[derive(Default)]
+struct Rows {
+    rows: Vec<ThreadRow>,
+    at: HashMap<(i32, i32), usize>,
+}
+
+impl Rows {
+    /// The index of thread `t` of process `p`'s row, and whether it was
+    /// made now (empty: nothing known of it yet).
+    fn slot(&mut self, p: i32, t: i32) -> (usize, bool) {
+        let rows = &mut self.rows;
         let mut new = false;
-        let i = *at.entry((p, t)).or_insert_with(|| {
+        let i = *self.at.entry((p, t)).or_insert_with(|| {
             new = true;
             rows.push(ThreadRow {
                 pid: p,
@@ -100,48 +148,53 @@ pub(super) fn assemble(
             rows.len() - 1
         });
         (i, new)
-    };
-    for l in lines {
-        match l {
-            ThreadLogLine::Start {
-                pid: p,
-                tid,
-                index,
-                pinned,
-            } => {
-                let (i, _) = slot(&mut rows, *p, *tid);
-                rows[i].index = Some(*index);
-                rows[i].pinned = *pinned;
-            }
-            ThreadLogLine::End {
-                pid: p,
-                tid,
-                index,
-                pinned,
-                last,
-                comm,
-            } => {
-                let (i, _) = slot(&mut rows, *p, *tid);
-                let r = &mut rows[i];
-                r.index = Some(*index);
-                r.pinned = *pinned;
-                r.last_cpu = *last;
-                r.name = comm.clone();
-                r.source = if last.is_some() {
-                    Source::Preload
-                } else {
-                    Source::None
-                };
+    }
+
+    /// The library's records: each thread's index and pinning at its
+    /// start; at its end also its last CPU and name.
+    fn add_library(&mut self, lines: &[ThreadLogLine]) {
+        for l in lines {
+            match l {
+                ThreadLogLine::Start {
+                    pid: p,
+                    tid,
+                    index,
+                    pinned,
+                } => {
+                    let (i, _) = self.slot(*p, *tid);
+                    self.rows[i].index = Some(*index);
+                    self.rows[i].pinned = *pinned;
+                }
+                ThreadLogLine::End {
+                    pid: p,
+                    tid,
+                    index,
+                    pinned,
+                    last,
+                    comm,
+                } => {
+                    let (i, _) = self.slot(*p, *tid);
+                    let r = &mut self.rows[i];
+                    r.index = Some(*index);
+                    r.pinned = *pinned;
+                    r.last_cpu = *last;
+                    r.name = comm.clone();
+                    r.source = if last.is_some() {
+                        Source::Preload
+                    } else {
+                        Source::None
+                    };
+                }
             }
         }
     }
-    let preload_loaded = rows.iter().any(|r| r.pid == pid);
 
-    // /proc fills in what the library could not record (killed, _exit,
-    // static binaries): first the samples, then the zombie after exit.
-    let mut from_proc = |t: &TaskStat, src: Source| {
-        let (i, new) = slot(&mut rows, pid, t.tid);
-        let r = &mut rows[i];
+    /// One `/proc` observation `t` of a thread of the started process
+    /// `pid`: its name and last CPU where the library recorded none at its
+    /// end (`src`: when it was seen).
+    fn add_proc(&mut self, pid: i32, t: &TaskStat, src: Source) {
+        let (i, new) = self.slot(pid, t.tid);
+        let r = &mut self.rows[i];
         if new && t.tid == pid {
             r.index = Some(-1);
         }
@@ -152,17 +205,13 @@ pub(super) fn assemble(
             r.last_cpu = t.processor;
             r.source = src;
         }
-    };
-    let mut sampled: Vec<&TaskStat> = sampled.values().collect();
-    sampled.sort_by_key(|t| t.tid);
-    for t in sampled {
-        from_proc(t, Source::Sampled);
     }
-    for t in after_exit {
-        from_proc(t, Source::AfterExit);
-    }
+}
 
-    for r in &mut rows {
+/// Each row's skipped flag (the skip mask left it unpinned), where it was
+/// allowed to run, and whether its last CPU was there.
+fn judge_rows(rows: &mut [ThreadRow], req: &PinRequest, set: &CpuSet) {
+    for r in rows {
         r.skipped = req.mode == PinMode::Threads
             && r.pinned.is_none()
             && r.index
@@ -176,7 +225,11 @@ pub(super) fn assemble(
             r.name = "?".into();
         }
     }
-    // The started process first; within a process main, then by index.
+}
+
+/// The started process (`pid`) first, then the others as first seen;
+/// within a process main, then by index.
+fn order_rows(rows: &mut [ThreadRow], pid: i32) {
     let first_seen: HashMap<i32, usize> = rows
         .iter()
         .enumerate()
@@ -191,7 +244,17 @@ pub(super) fn assemble(
             r.tid,
         )
     });
+}
 
+/// What the table's reader must know: the library did not load (so the
+/// threads were not pinned one by one), or rows come from `/proc`.
+fn notes(
+    req: &PinRequest,
+    set: &CpuSet,
+    pid: i32,
+    preload_loaded: bool,
+    rows: &[ThreadRow],
+) -> Vec<String> {
     let mut notes = Vec::new();
     if req.mode == PinMode::Threads && !preload_loaded {
         notes.push(format!(
@@ -214,24 +277,7 @@ pub(super) fn assemble(
                 .into(),
         );
     }
-    let mismatches = rows.iter().filter(|r| r.ok == Some(false)).count();
-    PinOutcome {
-        command: req
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        mode: req.mode,
-        cpus: req.cpus.clone(),
-        skip_mask: format!("{:#x}", req.skip),
-        pid,
-        exit_code,
-        signal,
-        preload_loaded,
-        threads: rows,
-        mismatches,
-        notes,
-    }
+    notes
 }
 
 /// For this module's tests and the table's: `prog` (pid 10) on CPUs 0-1,
