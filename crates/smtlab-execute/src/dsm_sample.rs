@@ -48,14 +48,9 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         unreachable!("dsm_sample::run is only called for DSM points");
     };
     let started_at = sys::unix_now_s();
-    let failed = |status: SampleStatus, reason: String| {
+    let failed = |status: SampleStatus, reason: String, usage: ResourceUsage| {
         Outcome::Measured(Box::new(failed_sample(
-            seq,
-            warmup,
-            started_at,
-            status,
-            reason,
-            ResourceUsage::default(),
+            seq, warmup, started_at, status, reason, usage,
         )))
     };
     // What the ranks of an earlier run left when that run was killed
@@ -73,14 +68,14 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             return failed(
                 SampleStatus::Failed,
                 format!("creating the rendezvous directory: {e}"),
+                ResourceUsage::default(),
             )
         }
     };
     let ranks = point.workers;
     // Each sample its own loss pattern, the same again in a rerun.
     let seed = ((point.index as u64) << 32) ^ seq as u64;
-    let mut children: Vec<Rank> = Vec::with_capacity(ranks);
-    for rank in 0..ranks {
+    let command = |rank: usize| {
         let mut cmd = Command::new(&ctx.exe);
         cmd.arg("__rank")
             .args(["--app", app, "--comm", comm.as_str()])
@@ -88,8 +83,66 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             .arg("--rendezvous")
             .arg(format!("dir:{}", dir.path().display()))
             .args(["--bind", "127.0.0.1", "--seed", &seed.to_string()])
-            .args(["--meet-timeout", &format!("{MEET_TIMEOUT_S}s")])
-            .stdin(Stdio::null())
+            .args(["--meet-timeout", &format!("{MEET_TIMEOUT_S}s")]);
+        for (k, v) in params {
+            cmd.arg("--param").arg(format!("{k}={v}"));
+        }
+        cmd
+    };
+    let mut children = match spawn_ranks(point, ctx, command) {
+        Ok(c) => c,
+        Err(reason) => return failed(SampleStatus::Failed, reason, ResourceUsage::default()),
+    };
+    let watch = match watch_ranks(&mut children) {
+        Ok(w) => w,
+        Err(reason) => {
+            // The waiters started block until their ranks end: killed now.
+            kill_and_reap(&children, &[]);
+            return failed(SampleStatus::Failed, reason, ResourceUsage::default());
+        }
+    };
+    let ended = wait_for_ranks(&children, &watch.exited, ctx);
+    drop(dir);
+    if ended.interrupted {
+        return Outcome::Interrupted;
+    }
+    let stderr: Vec<RankStderr> = watch
+        .stderr_tails
+        .into_iter()
+        .map(|t| t.and_then(|h| h.join().ok()).unwrap_or_default())
+        .collect();
+    let report_text = watch
+        .report_reader
+        .and_then(|h| h.join().ok())
+        .unwrap_or_default();
+    let usage = sum_usage(
+        &ended
+            .ends
+            .iter()
+            .map(|e| e.as_ref().map(|(_, u)| u.clone()).unwrap_or_default())
+            .collect::<Vec<_>>(),
+    );
+    match rank_0_report(ctx, &children, &ended, &stderr, &report_text) {
+        Ok(report) => Outcome::Measured(Box::new(dsm_sample(
+            point, seq, warmup, started_at, &report, usage,
+        ))),
+        Err((status, reason)) => failed(status, reason, usage),
+    }
+}
+
+/// Every rank's process from `command` (its `smtlab __rank` command line),
+/// pinned before its exec to its node's CPUs, with the point's allocator;
+/// if one cannot be started, those already started are killed and reaped
+/// and the reason is returned.
+fn spawn_ranks(
+    point: &Point,
+    ctx: &SampleContext,
+    command: impl Fn(usize) -> Command,
+) -> Result<Vec<Rank>, String> {
+    let mut children: Vec<Rank> = Vec::with_capacity(point.workers);
+    for rank in 0..point.workers {
+        let mut cmd = command(rank);
+        cmd.stdin(Stdio::null())
             // Only rank 0 reports; the others' stdout goes nowhere.
             .stdout(if rank == 0 {
                 Stdio::piped()
@@ -97,9 +150,6 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                 Stdio::null()
             })
             .stderr(Stdio::piped());
-        for (k, v) in params {
-            cmd.arg("--param").arg(format!("{k}={v}"));
-        }
         if let Some(p) = ctx.preload_for(point) {
             cmd.env("LD_PRELOAD", &p.library);
             cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
@@ -120,15 +170,28 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
             Err(e) => {
                 kill_and_reap(&children, &[]);
-                return failed(SampleStatus::Failed, format!("starting rank {rank}: {e}"));
+                return Err(format!("starting rank {rank}: {e}"));
             }
         }
     }
+    Ok(children)
+}
 
-    // Readers: rank 0's whole stdout (one line), every rank's stderr (its
-    // tail and its first panic).
-    // Threads are made with `Builder`: at the process limit (which counts
-    // threads) the sample fails with the reason instead of a panic.
+/// The threads that read the ranks and say when they exit.
+struct Watch {
+    /// Rank 0's whole stdout (its report, one line).
+    report_reader: Option<std::thread::JoinHandle<String>>,
+    /// Every rank's stderr (its tail and its first panic).
+    stderr_tails: Vec<Option<std::thread::JoinHandle<RankStderr>>>,
+    /// The rank of each that exited (left a zombie, so that its pid cannot
+    /// be reused before it is killed or reaped here).
+    exited: mpsc::Receiver<usize>,
+}
+
+/// The readers and waiters of every rank; if a thread cannot be started
+/// (the process limit counts threads), the reason, so that the sample
+/// fails with it instead of a panic (threads are made with `Builder`).
+fn watch_ranks(children: &mut [Rank]) -> Result<Watch, String> {
     let mut thread_failure: Option<String> = None;
     let report_reader = children[0].stdout.take().and_then(|out| {
         std::thread::Builder::new()
@@ -139,7 +202,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             })
             .ok()
     });
-    let mut stderr_tails = Vec::with_capacity(ranks);
+    let mut stderr_tails = Vec::with_capacity(children.len());
     for (rank, c) in children.iter_mut().enumerate() {
         let err = c.stderr.take().expect("taken once");
         match std::thread::Builder::new()
@@ -154,9 +217,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             }
         }
     }
-    // Waiters: each says when its rank has exited, leaving it a zombie so
-    // its pid cannot be reused before it is killed or reaped here.
-    let (tx, rx) = mpsc::channel::<usize>();
+    let (tx, exited) = mpsc::channel::<usize>();
     for (rank, c) in children.iter().enumerate() {
         if thread_failure.is_some() {
             break;
@@ -175,14 +236,33 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         }
     }
     drop(tx);
-    if let Some(reason) = thread_failure {
-        // The waiters started block until their ranks end: killed now.
-        kill_and_reap(&children, &[]);
-        return failed(SampleStatus::Failed, reason);
+    match thread_failure {
+        Some(reason) => Err(reason),
+        None => Ok(Watch {
+            report_reader,
+            stderr_tails,
+            exited,
+        }),
     }
+}
 
-    // Wait for every rank; the first that fails, the deadline or Ctrl-C
-    // ends the others.
+/// How the ranks ended: each one's end and usage (by rank), the first
+/// that failed on its own, and whether the deadline or Ctrl-C ended them.
+struct RanksEnded {
+    ends: Vec<Option<(ChildEnd, ResourceUsage)>>,
+    first_failure: Option<usize>,
+    timed_out: bool,
+    interrupted: bool,
+}
+
+/// Wait for every rank and reap it; the first that fails, the deadline or
+/// Ctrl-C ends the others.
+fn wait_for_ranks(
+    children: &[Rank],
+    exited: &mpsc::Receiver<usize>,
+    ctx: &SampleContext,
+) -> RanksEnded {
+    let ranks = children.len();
     let deadline = ctx.timeout.map(|t| Instant::now() + t);
     let mut ends: Vec<Option<(ChildEnd, ResourceUsage)>> = vec![None; ranks];
     let mut first_failure: Option<usize> = None;
@@ -198,11 +278,11 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                 timed_out = true;
             }
             if interrupted || timed_out || first_failure.is_some() {
-                kill_running(&children, &ends);
+                kill_running(children, &ends);
                 killed = true;
             }
         }
-        match rx.recv_timeout(POLL) {
+        match exited.recv_timeout(POLL) {
             Ok(rank) => {
                 let end = match sys::wait4(children[rank].pid) {
                     Ok((end, ru)) => (end, usage_from_wait4(&ru)),
@@ -225,44 +305,35 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             let _ = sys::wait4(c.pid);
         }
     }
-    drop(dir);
-    if interrupted {
-        return Outcome::Interrupted;
+    RanksEnded {
+        ends,
+        first_failure,
+        timed_out,
+        interrupted,
     }
-    let stderr: Vec<RankStderr> = stderr_tails
-        .into_iter()
-        .map(|t| t.and_then(|h| h.join().ok()).unwrap_or_default())
-        .collect();
-    let report_text = report_reader
-        .and_then(|h| h.join().ok())
-        .unwrap_or_default();
-    let usage = sum_usage(
-        &ends
-            .iter()
-            .map(|e| e.as_ref().map(|(_, u)| u.clone()).unwrap_or_default())
-            .collect::<Vec<_>>(),
-    );
-    let fail = |status, reason| {
-        Outcome::Measured(Box::new(failed_sample(
-            seq,
-            warmup,
-            started_at,
-            status,
-            reason,
-            usage.clone(),
-        )))
-    };
-    if timed_out {
+}
+
+/// Rank 0's report (the last line it printed), or why the sample has
+/// none: the deadline, the first rank that failed (how it ended, what it
+/// said), or a report that does not parse.
+fn rank_0_report(
+    ctx: &SampleContext,
+    children: &[Rank],
+    ended: &RanksEnded,
+    stderr: &[RankStderr],
+    report_text: &str,
+) -> Result<RunReport, (SampleStatus, String)> {
+    if ended.timed_out {
         let t = ctx
             .timeout
             .expect("a deadline means a timeout")
             .as_secs_f64();
-        return fail(
+        return Err((
             SampleStatus::Timeout,
             format!("the ranks did not finish within --timeout {t} s; killed"),
-        );
+        ));
     }
-    if let Some(rank) = first_failure {
+    if let Some(rank) = ended.first_failure {
         let said = stderr[rank].said();
         let said = if said.is_empty() {
             String::new()
@@ -270,31 +341,28 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             format!(": {said}")
         };
         let pid = children[rank].pid;
-        return match ends[rank].as_ref().map(|(e, _)| *e) {
-            Some(ChildEnd::Signaled(sig)) => fail(
+        return Err(match ended.ends[rank].as_ref().map(|(e, _)| *e) {
+            Some(ChildEnd::Signaled(sig)) => (
                 SampleStatus::Crashed,
                 format!(
                     "rank {rank} (pid {pid}) killed by signal {}{said}",
                     sys::signal_name(sig)
                 ),
             ),
-            Some(ChildEnd::Exited(code)) => fail(
+            Some(ChildEnd::Exited(code)) => (
                 SampleStatus::Failed,
                 format!("rank {rank} (pid {pid}) exited with status {code}{said}"),
             ),
-            None => fail(SampleStatus::Failed, format!("rank {rank} was lost{said}")),
-        };
+            None => (SampleStatus::Failed, format!("rank {rank} was lost{said}")),
+        });
     }
     let line = report_text
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default();
-    match serde_json::from_str::<RunReport>(line) {
-        Ok(report) => Outcome::Measured(Box::new(dsm_sample(
-            point, seq, warmup, started_at, &report, usage,
-        ))),
-        Err(e) => fail(
+    serde_json::from_str::<RunReport>(line).map_err(|e| {
+        (
             SampleStatus::Failed,
             format!(
                 "rank 0 printed no report ({e}){}",
@@ -303,8 +371,8 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                     s => format!(": {s}"),
                 }
             ),
-        ),
-    }
+        )
+    })
 }
 
 /// The CPUs rank `rank` of `point` is pinned to: with one rank per node,
