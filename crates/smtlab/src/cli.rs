@@ -198,6 +198,72 @@ mod tests {
         Some(u.0.clone())
     }
 
+    /// The one-line usage error of `smtlab ARGV...`.
+    fn usage_of(argv: &[&str]) -> String {
+        let mut all = vec!["smtlab"];
+        all.extend(argv);
+        let e = command().try_get_matches_from(&all).expect_err("refused");
+        let e = crate::exit::clap_error(e);
+        e.downcast_ref::<crate::exit::UsageError>()
+            .expect("a usage error")
+            .0
+            .clone()
+    }
+
+    /// The count flags of `load` and `serve` share one parser
+    /// (`flags::count`, `flags::whole`); each keeps its own words.
+    #[test]
+    fn count_flags_keep_their_messages() {
+        use smtlab_web::load::{MAX_CONNECTIONS, MAX_THREADS};
+        let url = ["load", "http", "http://127.0.0.1:1/"];
+        let cases: [(Vec<&str>, String); 5] = [
+            (
+                [&url[..], &["--connections", "0"]].concat(),
+                format!(
+                    "--connections 0: expected a number of connections from 1 to {MAX_CONNECTIONS}"
+                ),
+            ),
+            (
+                [&url[..], &["--threads", "x"]].concat(),
+                format!("--threads x: expected a number of client threads from 1 to {MAX_THREADS}"),
+            ),
+            (
+                vec!["serve", "web", "--threads", "65536"],
+                "--threads 65536: expected a number of workers from 1 to 65535".into(),
+            ),
+            (
+                vec!["serve", "chat", "--max-connections", "0"],
+                "--max-connections 0: expected a number from 1 to 1000000".into(),
+            ),
+            (
+                vec!["load", "chat", "127.0.0.1:6667", "--users", "1"],
+                "--users 1: expected a whole number from 2 to 100000".into(),
+            ),
+        ];
+        for (argv, want) in cases {
+            assert_eq!(usage_of(&argv), want, "{argv:?}");
+        }
+    }
+
+    /// `--cpus` of the four commands that take it is one parser: the same
+    /// words for the same mistake.
+    #[test]
+    fn every_cpus_flag_refuses_alike() {
+        let commands: [&[&str]; 4] = [
+            &["load", "http", "http://127.0.0.1:1/"],
+            &["load", "chat", "127.0.0.1:6667"],
+            &["serve", "web"],
+            &["serve", "chat"],
+        ];
+        for bad in ["a", "3-1", ","] {
+            let first = usage_of(&[commands[0], &["--cpus", bad]].concat());
+            assert!(first.starts_with(&format!("--cpus {bad}: ")), "{first}");
+            for c in &commands[1..] {
+                assert_eq!(usage_of(&[*c, &["--cpus", bad]].concat()), first, "{c:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_negative_number_is_refused_naming_its_flag_and_range() {
         let mut all = Vec::new();

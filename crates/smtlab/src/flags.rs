@@ -13,12 +13,15 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+use clap::builder::{PossibleValue, TypedValueParser};
 use smtlab_allocators::Allocator;
 use smtlab_dsm_apps::APPS;
 use smtlab_execute::servers::SERVERS;
+use smtlab_study::pairs_plan::Share;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
-use smtlab_types::{MetricRegex, Policy, PolicySpec, MAX_WORKERS};
+use smtlab_types::{Comm, MetricRegex, Policy, PolicySpec, Spawn, MAX_WORKERS};
+use smtlab_web::fileset::{parse_size, FileSet};
 use smtlab_workloads as workload;
 
 /// A flag value that is not one; the message is the whole usage error.
@@ -90,6 +93,24 @@ pub fn cpu_list(flag: &str, text: &str) -> Result<CpuSet, String> {
         )),
         Err(e) => Err(format!("{flag} {text}: {e}{}", range())),
     }
+}
+
+/// `--cpus LIST` (`load http`, `load chat`, `serve web`, `serve chat`): a
+/// non-empty CPU list; whether this process may run on it is checked when
+/// the command starts, where the affinity is read anyway.
+pub fn cpus(text: &str) -> Result<CpuSet, BadValue> {
+    cpu_list("--cpus", text).map_err(bad)
+}
+
+/// `--files SIZE` (`serve web`, `load http`): the SPECweb96-like file set
+/// of about that size (`5MB`, `500MB`, `2GB`).
+pub fn file_set(text: &str) -> Result<FileSet, BadValue> {
+    let bytes = parse_size(text).ok_or_else(|| {
+        bad(format!(
+            "--files {text}: expected a size such as 5MB, 50MB, 500MB or 2GB"
+        ))
+    })?;
+    FileSet::with_total_bytes(bytes).map_err(|e| bad(format!("--files {text}: {e}")))
 }
 
 /// `--client-cpus LIST`: a CPU list of CPUs this process may run on (the
@@ -164,7 +185,7 @@ pub enum Better {
     Lower,
 }
 
-pub fn better(text: &str) -> Result<Better, BadValue> {
+fn better(text: &str) -> Result<Better, BadValue> {
     match text {
         "higher" => Ok(Better::Higher),
         "lower" => Ok(Better::Lower),
@@ -172,6 +193,68 @@ pub fn better(text: &str) -> Result<Better, BadValue> {
             "--metric-better {other}: expected higher or lower"
         ))),
     }
+}
+
+/// The value parser of a flag that takes one of a few names (`--spawn`,
+/// `--comm`, `--share`, `--metric-better`): clap is told the names, so
+/// shell completions and `--help` offer them, and the text is parsed by
+/// `parse`, the type's own parser, whose error is the flag's usage error
+/// (clap's own check of possible values would word it otherwise). Its
+/// types live in crates without clap, so this is not a `clap::ValueEnum`.
+#[derive(Clone)]
+pub struct OneOf<T> {
+    names: Vec<&'static str>,
+    parse: fn(&str) -> Result<T, BadValue>,
+}
+
+/// [`OneOf`] with its names and parser.
+fn one_of<T>(
+    names: impl IntoIterator<Item = &'static str>,
+    parse: fn(&str) -> Result<T, BadValue>,
+) -> OneOf<T> {
+    OneOf {
+        names: names.into_iter().collect(),
+        parse,
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for OneOf<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        // clap's parser for a function: a refusal is a value-validation
+        // error with ours as its source (`own_message`).
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.names.iter().copied().map(PossibleValue::new)))
+    }
+}
+
+/// `--metric-better higher|lower`.
+pub fn metric_better() -> OneOf<Better> {
+    one_of(["higher", "lower"], better)
+}
+
+/// `--spawn exec|fork`.
+pub fn spawn() -> OneOf<Spawn> {
+    one_of(Spawn::ALL.map(Spawn::as_str), parsed::<Spawn>)
+}
+
+/// `--comm MECHANISM`: how a DSM rank notices requests.
+pub fn comm() -> OneOf<Comm> {
+    one_of(Comm::ALL.map(Comm::as_str), parsed::<Comm>)
+}
+
+/// `study pairs --share LEVEL`: what the two PUs of a pair share.
+pub fn share() -> OneOf<Share> {
+    one_of(Share::ALL.map(Share::name), parsed::<Share>)
 }
 
 /// One `--placement` flag: a comma list of named placements, or else one
@@ -305,6 +388,24 @@ where
     }
 }
 
+/// A count flag from `min` to `max` whose message says what it counts
+/// (`--connections`, `serve --threads`...): `{flag} {text}: expected
+/// {what} from {min} to {max}`.
+pub fn count(
+    flag: &'static str,
+    what: &'static str,
+    min: usize,
+    max: usize,
+) -> impl Fn(&str) -> Result<usize, BadValue> + Clone {
+    move |text: &str| {
+        whole::<usize>(flag, min as u64, max as u64)(text).map_err(|_| {
+            bad(format!(
+                "{flag} {text}: expected {what} from {min} to {max}"
+            ))
+        })
+    }
+}
+
 /// `--warmup`, `--min-samples`, `--max-samples`: at most a million samples
 /// of one point (a sample takes at least milliseconds; more is a typo).
 pub const MAX_SAMPLES: u64 = 1_000_000;
@@ -379,7 +480,9 @@ pub fn store_path(
 fn placeholders(flag: &str, text: &str) -> Result<std::path::PathBuf, BadValue> {
     let host = || smtlab_store::host_name().map_err(|e| e.to_string());
     crate::db_path::expand(flag, text, host, || {
-        smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok()).map(|l| l.map(|l| l.rank))
+        smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok())
+            .map(|l| l.map(|l| l.rank))
+            .map_err(|e| e.to_string())
     })
     .map_err(bad)
 }
@@ -420,4 +523,28 @@ where
 /// whose message clap writes itself.
 pub fn own_message(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     e.downcast_ref::<BadValue>().map(|b| b.0.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--cpus` of `load http`, `load chat`, `serve web` and `serve chat`
+    /// is this one parser: its messages name the flag and the value.
+    #[test]
+    fn cpus_and_file_sets_name_their_flag_when_refused() {
+        assert_eq!(cpus("0,2-3").unwrap().len(), 3);
+        for text in ["", "a", "3-1"] {
+            let e = cpus(text).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--cpus {text}: ")), "{e}");
+        }
+        assert_eq!(file_set("5MB").unwrap().dirs, 1);
+        for (text, why) in [
+            ("0MB", "--files 0MB: "),
+            ("5XB", "--files 5XB: expected a size"),
+        ] {
+            let e = file_set(text).unwrap_err().to_string();
+            assert!(e.starts_with(why), "{e}");
+        }
+    }
 }

@@ -72,6 +72,63 @@ fn completion_scripts_parse_in_their_shell_and_name_every_subcommand() {
     assert_usage_error(&["completions", "tcsh"], "possible values: bash");
 }
 
+/// The lines of the bash script's case for `smtlab PATH...` (its flags'
+/// completions), up to the next subcommand's case.
+fn bash_case<'a>(script: &'a str, path: &[&str]) -> Vec<&'a str> {
+    let head = format!(
+        "smtlab{})",
+        path.iter()
+            .map(|p| format!("__subcmd__{p}"))
+            .collect::<String>()
+    );
+    let mut lines = script.lines().skip_while(|l| l.trim() != head).skip(1);
+    let case: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| !(l.starts_with("        smtlab__") && l.ends_with(')')))
+        .collect();
+    assert!(!case.is_empty(), "no `{head}` case in the bash script");
+    case
+}
+
+#[test]
+fn completions_and_help_offer_the_values_of_named_flags() {
+    let script = stdout_of(&["completions", "bash"]);
+    let cases: [(&[&str], &str, &str); 7] = [
+        (&["run"], "--spawn", "exec fork"),
+        (&["run"], "--comm", "sigio thr1 thr2 thr3 poll"),
+        (&["run"], "--metric-better", "higher lower"),
+        (&["rank"], "--comm", "sigio thr1 thr2 thr3 poll"),
+        (&["study"], "--comm", "sigio thr1 thr2 thr3 poll"),
+        (&["study"], "--share", "smt cache package"),
+        (&["study"], "--metric-better", "higher lower"),
+    ];
+    for (path, flag, values) in cases {
+        let case = bash_case(&script, path);
+        let at = case
+            .iter()
+            .position(|l| l.trim() == format!("{flag})"))
+            .unwrap_or_else(|| panic!("smtlab {path:?}: no {flag} in the bash script"));
+        let offered = format!("compgen -W \"{values}\"");
+        assert!(
+            case[at + 1].contains(&offered),
+            "smtlab {path:?} {flag}: the bash script offers {:?}, not {values}",
+            case[at + 1].trim()
+        );
+        // `--help` lists them too (wrapped as the terminal's width wants).
+        let mut args = path.to_vec();
+        args.push("--help");
+        let help = stdout_of(&args)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let listed = format!("[possible values: {}]", values.replace(' ', ", "));
+        assert!(
+            help.contains(&listed),
+            "smtlab {path:?} --help: no {listed}"
+        );
+    }
+}
+
 #[test]
 fn man_pages_cover_every_subcommand_and_the_shipped_page_is_current() {
     let page = stdout_of(&["man"]);

@@ -114,6 +114,8 @@ fn runs_by_host(db: &str) -> Vec<(String, i64)> {
 }
 
 #[test]
+// A script read top to bottom: two hosts' runs, merged, compared, reported.
+#[allow(clippy::too_many_lines)]
 fn two_hosts_on_this_machine_merged_compared_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("{host}.db").display().to_string();

@@ -638,6 +638,8 @@ fn report_points(g: &Guest, step: &str) -> Vec<Value> {
 /// sees SMT, two nodes and emulated CPUs; every report renders.
 #[test]
 #[ignore = "an emulated guest, about a quarter of an hour under TCG: cargo test -p smtlab --test guest -- --include-ignored"]
+// A script read top to bottom: the guest's steps, then each step's checks.
+#[allow(clippy::too_many_lines)]
 fn shape_b_every_study() {
     let mut s = Scenario::new(Shape::B);
     s.step("doctor", 300, "smtlab doctor --json");

@@ -17,22 +17,22 @@ use std::io::IsTerminal;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use smtlab_serving::client_cpus::{self, ClientCpus};
+use smtlab_serving::client_cpus::ClientCpus;
 use smtlab_types::CpuSet;
-use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_web::fileset::{FileSet, DEFAULT_DIRS};
 use smtlab_web::load::{
     self, LoadConfig, LoadError, LoadReport, Urls, CLIENT_BOUND_SHARE, MAX_CONNECTIONS, MAX_RATE,
     MAX_THREADS,
 };
 
-use super::client_side::{check_cpus, exit_status, latency};
+use super::client_side::{
+    choose_cpus, error_counts, exit_status, latency_line, progress, while_ticking,
+};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -91,13 +91,15 @@ pub struct HttpArgs {
     pub url: UrlArg,
 
     /// Open connections [default: 10, at least one per thread]
-    #[arg(long, value_name = "C", value_parser = flags::parsed::<ConnectionsArg>)]
-    pub connections: Option<ConnectionsArg>,
+    #[arg(long, value_name = "C",
+          value_parser = flags::count("--connections", "a number of connections", 1, MAX_CONNECTIONS))]
+    pub connections: Option<usize>,
 
     /// Client threads, each an event loop over its share of the
     /// connections [default: one per client CPU, else 1]
-    #[arg(long, value_name = "T", value_parser = flags::parsed::<ThreadsArg>)]
-    pub threads: Option<ThreadsArg>,
+    #[arg(long, value_name = "T",
+          value_parser = flags::count("--threads", "a number of client threads", 1, MAX_THREADS))]
+    pub threads: Option<usize>,
 
     /// Open loop: requests per second in all (default: closed loop)
     #[arg(long, value_name = "R", value_parser = flags::parsed::<RateArg>)]
@@ -126,8 +128,8 @@ pub struct HttpArgs {
 
     /// The file set's size, as the server was given it: e.g. 5MB, 50MB
     /// [default: 10 directories, about 51 MB]
-    #[arg(long, value_name = "SIZE", value_parser = flags::parsed::<FilesArg>)]
-    pub files: Option<FilesArg>,
+    #[arg(long, value_name = "SIZE", value_parser = flags::file_set)]
+    pub files: Option<FileSet>,
 
     /// Do not check the bodies
     #[arg(long)]
@@ -136,8 +138,8 @@ pub struct HttpArgs {
     /// Run the client threads on these CPUs (thread k on the k-th,
     /// wrapping): a list such as 1 or 2-3 [default: the CPUs the server
     /// does not use]
-    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpusArg>)]
-    pub cpus: Option<CpusArg>,
+    #[arg(long, value_name = "LIST", value_parser = flags::cpus)]
+    pub cpus: Option<CpuSet>,
 
     /// The seed of the request mix [default: 1]
     #[arg(long, value_name = "S", value_parser = flags::whole::<u64>("--seed", 0, u64::MAX))]
@@ -228,38 +230,6 @@ impl FromStr for UrlArg {
     }
 }
 
-/// `--connections C`.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectionsArg(usize);
-
-impl FromStr for ConnectionsArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ConnectionsArg, String> {
-        match s.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => Ok(ConnectionsArg(n)),
-            _ => Err(format!(
-                "--connections {s}: expected a number of connections from 1 to {MAX_CONNECTIONS}"
-            )),
-        }
-    }
-}
-
-/// `--threads T`.
-#[derive(Debug, Clone, Copy)]
-pub struct ThreadsArg(usize);
-
-impl FromStr for ThreadsArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ThreadsArg, String> {
-        match s.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(ThreadsArg(n)),
-            _ => Err(format!(
-                "--threads {s}: expected a number of client threads from 1 to {MAX_THREADS}"
-            )),
-        }
-    }
-}
-
 /// `--rate R`: requests per second, above 0.
 #[derive(Debug, Clone, Copy)]
 pub struct RateArg(f64);
@@ -300,34 +270,6 @@ impl FromStr for WarmupArg {
     }
 }
 
-/// `--files SIZE`: the file set of about that size (the syntax of `smtlab
-/// serve web --files`).
-#[derive(Debug, Clone)]
-pub struct FilesArg(FileSet);
-
-impl FromStr for FilesArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<FilesArg, String> {
-        let bytes = parse_size(s).ok_or_else(|| {
-            format!("--files {s}: expected a size such as 5MB, 50MB, 500MB or 2GB")
-        })?;
-        FileSet::with_total_bytes(bytes)
-            .map(FilesArg)
-            .map_err(|e| format!("--files {s}: {e}"))
-    }
-}
-
-/// `--cpus LIST`: a non-empty CPU list.
-#[derive(Debug, Clone)]
-pub struct CpusArg(CpuSet);
-
-impl FromStr for CpusArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<CpusArg, String> {
-        flags::cpu_list("--cpus", s).map(CpusArg)
-    }
-}
-
 pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
     match a.protocol {
         Protocol::Http(h) => http(h),
@@ -352,21 +294,15 @@ fn http(a: HttpArgs) -> anyhow::Result<i32> {
     let urls = urls(&a)?;
     let target = resolve(url)?;
 
-    if let Some(c) = &a.cpus {
-        check_cpus(&c.0)?;
-    }
-    let chosen = client_cpus::choose(target, a.cpus.as_ref().map(|c| &c.0));
+    let chosen = choose_cpus(target, a.cpus.as_ref())?;
     let cpus = chosen.cpus();
 
     let threads = match (a.threads, a.connections) {
-        (Some(t), _) => t.0,
-        (None, Some(c)) => cpus.len().clamp(1, c.0),
+        (Some(t), _) => t,
+        (None, Some(c)) => cpus.len().clamp(1, c),
         (None, None) => cpus.len().max(1),
     };
-    let connections = a
-        .connections
-        .map(|c| c.0)
-        .unwrap_or(DEFAULT_CONNECTIONS.max(threads));
+    let connections = a.connections.unwrap_or(DEFAULT_CONNECTIONS.max(threads));
     if threads > connections {
         return Err(usage(format!(
             "--threads {threads}: more client threads than --connections {connections}; every \
@@ -455,7 +391,7 @@ fn urls(a: &HttpArgs) -> anyhow::Result<Urls> {
         return Ok(Urls::List(paths));
     }
     let set = match &a.files {
-        Some(f) => f.0.clone(),
+        Some(f) => f.clone(),
         None => FileSet::with_dirs(DEFAULT_DIRS).context("the default file set")?,
     };
     Ok(Urls::Mix(set))
@@ -508,46 +444,26 @@ fn enough_fds(connections: usize) -> anyhow::Result<()> {
 /// Run the load; on a terminal, a bar over the warm-up and the window.
 fn run_with_progress(config: &LoadConfig, quiet: bool) -> Result<LoadReport, LoadError> {
     let total = config.warmup + config.duration;
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::with_draw_target(
-            Some(total.as_millis() as u64),
-            ProgressDrawTarget::stderr(),
-        );
-        b.set_style(
-            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        b
-    };
-    let (tx, rx) = mpsc::channel();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| {
-            let _ = tx.send(load::run(config));
-        });
-        let start = std::time::Instant::now();
-        loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(r) => break r,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let t = start.elapsed();
-                    bar.set_position((t.min(total)).as_millis() as u64);
-                    bar.set_message(if t < config.warmup {
-                        "warm-up"
-                    } else if t < total {
-                        "measuring"
-                    } else {
-                        "finishing"
-                    });
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Err(LoadError::Panicked),
-            }
-        }
-    });
+    let bar = progress(
+        quiet,
+        Some(total.as_millis() as u64),
+        "{elapsed_precise} [{bar:30}] {msg}",
+    );
+    let result = while_ticking(
+        || load::run(config),
+        |t| {
+            bar.set_position((t.min(total)).as_millis() as u64);
+            bar.set_message(if t < config.warmup {
+                "warm-up"
+            } else if t < total {
+                "measuring"
+            } else {
+                "finishing"
+            });
+        },
+    );
     bar.finish_and_clear();
-    result
+    result.unwrap_or(Err(LoadError::Panicked))
 }
 
 /// The line every output carries when the client was the bottleneck.
@@ -593,16 +509,7 @@ fn summary(
     } else {
         "a new connection per request"
     };
-    let l = &r.latency_us;
-    let errors = if r.errors.is_empty() {
-        "none".to_string()
-    } else {
-        r.errors
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let errors = error_counts(&r.errors);
     let mut out = String::new();
     let mut line = |s: String| {
         out.push_str(&s);
@@ -627,15 +534,7 @@ fn summary(
         r.requests_per_s
     ));
     line(format!("  Mbit/s        {:.2}", r.mbit_per_s));
-    line(format!(
-        "  latency       p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {})",
-        latency(l.p50),
-        latency(l.p90),
-        latency(l.p99),
-        latency(l.p999),
-        latency(l.max),
-        latency(l.mean)
-    ));
+    line(latency_line(&r.latency_us));
     if config.rate.is_some() {
         line(format!(
             "  late sends    {} (due while every connection was busy; their latency counts \
@@ -689,28 +588,16 @@ mod tests {
     #[test]
     fn flags_name_themselves_when_refused() {
         for (e, flag) in [
-            (
-                "0".parse::<ConnectionsArg>().unwrap_err(),
-                "--connections 0: ",
-            ),
-            (
-                "100001".parse::<ConnectionsArg>().unwrap_err(),
-                "--connections 100001: ",
-            ),
-            ("0".parse::<ThreadsArg>().unwrap_err(), "--threads 0: "),
             ("0".parse::<RateArg>().unwrap_err(), "--rate 0: "),
             ("nan".parse::<RateArg>().unwrap_err(), "--rate nan: "),
             ("inf".parse::<RateArg>().unwrap_err(), "--rate inf: "),
             ("-5".parse::<RateArg>().unwrap_err(), "--rate -5: "),
             ("x".parse::<WarmupArg>().unwrap_err(), "--warmup x: "),
-            ("0MB".parse::<FilesArg>().unwrap_err(), "--files 0MB: "),
-            ("".parse::<CpusArg>().unwrap_err(), "--cpus : "),
         ] {
             assert!(e.starts_with(flag), "{e}");
         }
         assert_eq!("0".parse::<WarmupArg>().unwrap().0, 0.0);
         assert_eq!("0s".parse::<WarmupArg>().unwrap().0, 0.0);
         assert_eq!("1.5".parse::<RateArg>().unwrap().0, 1.5);
-        assert_eq!(parse_size("5MB"), Some(5_000_000));
     }
 }

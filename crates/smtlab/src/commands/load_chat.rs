@@ -15,18 +15,18 @@
 use std::io::IsTerminal;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::str::FromStr;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use smtlab_chat::load::{self as chatload, ChatLoadConfig, ChatLoadError, ChatLoadReport};
-use smtlab_serving::client_cpus::{self, ClientCpus};
+use smtlab_serving::client_cpus::ClientCpus;
 use smtlab_types::CpuSet;
 
-use super::client_side::{check_cpus, exit_status, latency};
+use super::client_side::{
+    choose_cpus, error_counts, exit_status, latency, latency_line, progress, while_ticking,
+};
 use crate::exit::usage;
 use crate::flags;
 use crate::output;
@@ -59,37 +59,37 @@ pub struct ChatLoadArgs {
     pub addr: AddrArg,
 
     /// Rooms (channels) [default: 10]
-    #[arg(long, value_name = "R", value_parser = flags::parsed::<Count<'r'>>)]
-    pub rooms: Option<Count<'r'>>,
+    #[arg(long, value_name = "R", value_parser = flags::whole::<usize>("--rooms", 1, chatload::MAX_CONNECTIONS as u64))]
+    pub rooms: Option<usize>,
 
     /// Clients per room, at least 2 [default: 20]
-    #[arg(long, value_name = "U", value_parser = flags::parsed::<Count<'u'>>)]
-    pub users: Option<Count<'u'>>,
+    #[arg(long, value_name = "U", value_parser = flags::whole::<usize>("--users", 2, chatload::MAX_CONNECTIONS as u64))]
+    pub users: Option<usize>,
 
     /// Messages each client sends [default: 100]
-    #[arg(long, value_name = "M", value_parser = flags::parsed::<Count<'m'>>)]
-    pub messages: Option<Count<'m'>>,
+    #[arg(long, value_name = "M", value_parser = flags::whole::<usize>("--messages", 1, 1_000_000_000))]
+    pub messages: Option<usize>,
 
     /// Open loop: messages per second in all
     #[arg(long, value_name = "R", value_parser = flags::parsed::<RateArg>)]
     pub rate: Option<RateArg>,
 
     /// Closed loop: messages of one sender on their way at once [default: 1]
-    #[arg(long, value_name = "W", value_parser = flags::parsed::<Count<'w'>>)]
-    pub window: Option<Count<'w'>>,
+    #[arg(long, value_name = "W", value_parser = flags::whole::<usize>("--window", 1, 1_000_000))]
+    pub window: Option<usize>,
 
     /// Length of each message's text in bytes [default: 64]
-    #[arg(long, value_name = "B", value_parser = flags::parsed::<Count<'b'>>)]
-    pub message_bytes: Option<Count<'b'>>,
+    #[arg(long, value_name = "B", value_parser = flags::whole::<usize>("--message-bytes", 1, 400))]
+    pub message_bytes: Option<usize>,
 
     /// Client threads (whole rooms spread over them) [default: 1]
-    #[arg(long, value_name = "T", value_parser = flags::parsed::<Count<'t'>>)]
-    pub threads: Option<Count<'t'>>,
+    #[arg(long, value_name = "T", value_parser = flags::whole::<usize>("--threads", 1, 1024))]
+    pub threads: Option<usize>,
 
     /// Run the clients on these CPUs (default: the CPUs a server on this
     /// machine does not use)
-    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpuListArg>)]
-    pub cpus: Option<CpuListArg>,
+    #[arg(long, value_name = "LIST", value_parser = flags::cpus)]
+    pub cpus: Option<CpuSet>,
 
     /// Longest wait for every client to register and join, e.g. 60s
     /// [default: 60s]
@@ -132,30 +132,6 @@ impl FromStr for AddrArg {
     }
 }
 
-/// A positive count; the letter says which flag, for the message.
-#[derive(Debug, Clone, Copy)]
-pub struct Count<const F: char>(usize);
-
-impl<const F: char> FromStr for Count<F> {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Count<F>, String> {
-        let (flag, min, max) = match F {
-            'r' => ("--rooms", 1, chatload::MAX_CONNECTIONS),
-            'u' => ("--users", 2, chatload::MAX_CONNECTIONS),
-            'm' => ("--messages", 1, 1_000_000_000),
-            'w' => ("--window", 1, 1_000_000),
-            'b' => ("--message-bytes", 1, 400),
-            _ => ("--threads", 1, 1024),
-        };
-        match s.trim().parse::<usize>() {
-            Ok(n) if (min..=max).contains(&n) => Ok(Count(n)),
-            _ => Err(format!(
-                "{flag} {s}: expected a whole number from {min} to {max}"
-            )),
-        }
-    }
-}
-
 /// `--rate R`: messages/s, finite and positive.
 #[derive(Debug, Clone, Copy)]
 pub struct RateArg(f64);
@@ -169,17 +145,6 @@ impl FromStr for RateArg {
                 "--rate {s}: expected messages per second, more than 0 and at most 1e9"
             )),
         }
-    }
-}
-
-/// `--cpus LIST`: a non-empty CPU list.
-#[derive(Debug, Clone)]
-pub struct CpuListArg(CpuSet);
-
-impl FromStr for CpuListArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<CpuListArg, String> {
-        flags::cpu_list("--cpus", s).map(CpuListArg)
     }
 }
 
@@ -199,24 +164,21 @@ struct JsonOut<'a> {
 
 pub fn chat(a: ChatLoadArgs) -> anyhow::Result<i32> {
     let target = a.addr.addr;
-    if let Some(c) = &a.cpus {
-        check_cpus(&c.0)?;
-    }
-    let chosen = client_cpus::choose(target, a.cpus.as_ref().map(|c| &c.0));
+    let chosen = choose_cpus(target, a.cpus.as_ref())?;
     let mut config = ChatLoadConfig::new(
         target,
-        a.rooms.map_or(DEFAULT_ROOMS, |c| c.0),
-        a.users.map_or(DEFAULT_USERS, |c| c.0),
-        a.messages.map_or(DEFAULT_MESSAGES, |c| c.0),
+        a.rooms.unwrap_or(DEFAULT_ROOMS),
+        a.users.unwrap_or(DEFAULT_USERS),
+        a.messages.unwrap_or(DEFAULT_MESSAGES),
     );
     config.rate = a.rate.map(|r| r.0);
     if let Some(w) = a.window {
-        config.window = w.0;
+        config.window = w;
     }
     if let Some(b) = a.message_bytes {
-        config.message_bytes = b.0;
+        config.message_bytes = b;
     }
-    config.threads = a.threads.map_or(1, |t| t.0);
+    config.threads = a.threads.unwrap_or(1);
     config.cpus = chosen.cpus();
     if let Some(s) = a.connect_timeout {
         config.connect_timeout = Duration::from_secs_f64(s);
@@ -257,41 +219,20 @@ pub fn chat(a: ChatLoadArgs) -> anyhow::Result<i32> {
 /// The run, with a spinner and the elapsed time on a terminal (the run's
 /// length is not known ahead: it ends when every message is delivered).
 fn run_with_spinner(config: &ChatLoadConfig, quiet: bool) -> Result<ChatLoadReport, ChatLoadError> {
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        b.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
-                .expect("valid template"),
-        );
-        b.set_message(format!(
-            "{} clients in {} rooms, {} messages each",
-            config.connections(),
-            config.rooms,
-            config.messages
-        ));
-        b
-    };
-    let (tx, rx) = mpsc::channel();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| {
-            let _ = tx.send(chatload::run(config));
-        });
-        loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(r) => break r,
-                Err(mpsc::RecvTimeoutError::Timeout) => bar.tick(),
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    break Err(ChatLoadError::Setup(
-                        "the load generator's thread ended without a report".into(),
-                    ))
-                }
-            }
-        }
-    });
+    let bar = progress(quiet, None, "{spinner} {elapsed_precise} {msg}");
+    bar.set_message(format!(
+        "{} clients in {} rooms, {} messages each",
+        config.connections(),
+        config.rooms,
+        config.messages
+    ));
+    let result = while_ticking(|| chatload::run(config), |_| bar.tick());
     bar.finish_and_clear();
-    result
+    result.unwrap_or_else(|| {
+        Err(ChatLoadError::Setup(
+            "the load generator's thread ended without a report".into(),
+        ))
+    })
 }
 
 fn summary(server: &str, c: &ChatLoadConfig, r: &ChatLoadReport, cpus: &ClientCpus) -> String {
@@ -299,16 +240,7 @@ fn summary(server: &str, c: &ChatLoadConfig, r: &ChatLoadReport, cpus: &ClientCp
         Some(rate) => format!("open loop at {rate} messages/s"),
         None => format!("closed loop, window {}", c.window),
     };
-    let errors = if r.errors.is_empty() {
-        "none".to_string()
-    } else {
-        r.errors
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let l = &r.latency_us;
+    let errors = error_counts(&r.errors);
     let k = &r.connect_us;
     let mut out = String::new();
     let mut line = |s: String| {
@@ -329,15 +261,7 @@ fn summary(server: &str, c: &ChatLoadConfig, r: &ChatLoadReport, cpus: &ClientCp
         "  delivered     {} of {} expected: lost {}, duplicates {}, out of order {}",
         r.deliveries, r.expected_deliveries, r.lost, r.duplicates, r.out_of_order
     ));
-    line(format!(
-        "  latency       p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {})",
-        latency(l.p50),
-        latency(l.p90),
-        latency(l.p99),
-        latency(l.p999),
-        latency(l.max),
-        latency(l.mean)
-    ));
+    line(latency_line(&r.latency_us));
     line(format!(
         "  connect+join  p50 {}  p99 {}  max {}",
         latency(k.p50),
@@ -363,11 +287,6 @@ mod tests {
 
     #[test]
     fn flags_name_themselves_when_refused() {
-        let e = "1".parse::<Count<'u'>>().unwrap_err();
-        assert!(e.starts_with("--users 1: ") && e.contains("from 2"), "{e}");
-        let e = "0".parse::<Count<'r'>>().unwrap_err();
-        assert!(e.starts_with("--rooms 0: "), "{e}");
-        assert_eq!("20".parse::<Count<'m'>>().unwrap().0, 20);
         let e = "nan".parse::<RateArg>().unwrap_err();
         assert!(e.starts_with("--rate nan: "), "{e}");
         assert!("-1".parse::<RateArg>().is_err());

@@ -51,7 +51,7 @@ pub struct ProgramArgs {
         value_name = "higher|lower",
         default_value = "higher",
         requires = "metric",
-        value_parser = flags::better
+        value_parser = flags::metric_better()
     )]
     pub metric_better: Better,
 }

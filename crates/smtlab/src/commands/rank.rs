@@ -9,8 +9,9 @@
 //! and exits with one line; a rendezvous directory that ranks killed
 //! outright left under the temp dir is removed by the next job.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -19,8 +20,9 @@ use smtlab_analyse::summary::point_summaries;
 use smtlab_dsm::{LauncherRank, RankArgs as OneRank, Rendezvous, RunReport};
 use smtlab_plan as plan;
 use smtlab_store::{RunStatus, Store};
+use smtlab_topology::Topology;
 use smtlab_types::extras::dsm;
-use smtlab_types::{Comm, Model, PolicySpec, Program, ResourceUsage, RunSpec, Spawn};
+use smtlab_types::{Comm, Model, Point, PolicySpec, Program, ResourceUsage, RunSpec, Spawn};
 
 use super::program_args::param_map;
 use super::run::create_run;
@@ -47,7 +49,7 @@ pub struct RankArgs {
     pub workload: String,
     /// How each rank notices the others' requests: sigio, thr1, thr2, thr3
     /// or poll
-    #[arg(long, value_name = "MECHANISM", value_parser = flags::parsed::<Comm>)]
+    #[arg(long, value_name = "MECHANISM", value_parser = flags::comm())]
     pub comm: Comm,
     /// A parameter of the application or the DSM, KEY=VALUE (repeatable)
     #[arg(long = "param", value_name = "K=V", value_parser = flags::param)]
@@ -95,81 +97,20 @@ pub struct RankArgs {
 pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     let started_at = smtlab_sys::unix_now_s();
     smtlab_dsm::on_stall(super::rank_worker::give_up);
-    let launcher = smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok())
-        .map_err(|e| usage(format!("`smtlab rank`: {e}")))?
-        .ok_or_else(|| {
-            usage(
-                "`smtlab rank` found no launcher's rank in the environment (OMPI_COMM_WORLD_RANK, \
-                 PMI_RANK or SLURM_PROCID): run it under mpirun or srun (mpirun -np 4 smtlab \
-                 rank -w sor --comm thr2), or start the ranks here with `smtlab run -w sor \
-                 --comm thr2 -n 4`",
-            )
-        })?;
+    let launcher = launcher()?;
     let params = param_map(&a.params)?;
     // Every rank checks, so every rank refuses the same mistake at once
     // instead of waiting at the rendezvous for a rank that gave up. The
     // rank count is the launcher's, named by its variable.
     let ranks_from = smtlab_dsm::RanksFrom::Var(launcher.size_var());
     smtlab_dsm::check_params(&a.workload, &params, launcher.size, ranks_from).map_err(usage)?;
-    let rendezvous = match a
-        .rendezvous
-        .clone()
-        .or_else(|| smtlab_dsm::default_rendezvous(&launcher))
-    {
-        Some(r) => r,
-        None => {
-            return Err(usage(format!(
-                "--rendezvous: {} gives no job id to meet by; name where the ranks meet: \
-                 --rendezvous dir:PATH (a directory every rank can read) or HOST:PORT (rank \
-                 0's address)",
-                launcher.launcher
-            )))
-        }
-    };
-    let bind = match a.bind {
-        Some(ip) => ip,
-        None => smtlab_dsm::default_bind(&launcher, &rendezvous).ok_or_else(|| {
-            usage(
-                "--bind: cannot tell this host's address for ranks on other machines; give \
-                 --bind IP",
-            )
-        })?,
-    };
+    let (rendezvous, bind) = meeting(&a, &launcher)?;
     leave_when_stopped(&rendezvous, launcher.rank)?;
-    let spec = RunSpec {
-        programs: vec![Program::Ranks {
-            app: a.workload.clone(),
-            comm: a.comm,
-            params: params.clone(),
-        }],
-        comms: vec![a.comm],
-        models: vec![Model::Process],
-        placements: vec!["none".parse::<PolicySpec>().expect("`none` is a placement")],
-        threads: vec![launcher.size],
-        allocs: vec!["glibc".into()],
-        spawn: Spawn::Exec,
-        mode: None,
-        metric: None,
-        warmup: 0,
-        min_samples: 1,
-        max_samples: 1,
-        precision: 0.02,
-        max_time_s: 30.0,
-        timeout_s: None,
-        seed: a.seed,
-        counters: false,
-        study: None,
-    };
+    let spec = rank_spec(&a, &params, launcher.size);
     // Rank 0 plans the run and opens its store before the ranks meet: a
     // mistake there must not cost the run it would have recorded.
     let planned = if launcher.rank == 0 {
-        let topo = smtlab_topology::sysfs::read_live().map_err(|e| anyhow::anyhow!(e))?;
-        let points = plan::expand(&topo, &spec).map_err(usage)?;
-        Store::open(&a.db).map_err(usage)?;
-        // The host name the run's facts will record, refused now if it
-        // cannot be shown.
-        smtlab_store::host_name().map_err(usage)?;
-        Some((topo, points))
+        Some(plan_rank0(&a.db, &spec)?)
     } else {
         None
     };
@@ -196,8 +137,107 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
         // Not rank 0: rank 0 records and prints.
         return Ok(0);
     };
-    // Recorded now, at the job's end: dated from its start.
-    let (store, run_id, stored) = create_run(&a.db, &spec, &topo, &points, started_at)?;
+    record(&a, &launcher, &spec, &topo, &points, &report, started_at)
+}
+
+/// This process's rank and the rank count, from the launcher's variables;
+/// without a launcher, one line saying how to run it.
+fn launcher() -> anyhow::Result<LauncherRank> {
+    smtlab_dsm::launcher_from_env(|k| std::env::var(k).ok())
+        .map_err(|e| usage(format!("`smtlab rank`: {e}")))?
+        .ok_or_else(|| {
+            usage(
+                "`smtlab rank` found no launcher's rank in the environment (OMPI_COMM_WORLD_RANK, \
+                 PMI_RANK or SLURM_PROCID): run it under mpirun or srun (mpirun -np 4 smtlab \
+                 rank -w sor --comm thr2), or start the ranks here with `smtlab run -w sor \
+                 --comm thr2 -n 4`",
+            )
+        })
+}
+
+/// Where the ranks meet (`--rendezvous`, else by the launcher's job) and
+/// the address this rank binds (`--bind`, else one the others can reach).
+fn meeting(a: &RankArgs, launcher: &LauncherRank) -> anyhow::Result<(Rendezvous, IpAddr)> {
+    let rendezvous = match a
+        .rendezvous
+        .clone()
+        .or_else(|| smtlab_dsm::default_rendezvous(launcher))
+    {
+        Some(r) => r,
+        None => {
+            return Err(usage(format!(
+                "--rendezvous: {} gives no job id to meet by; name where the ranks meet: \
+                 --rendezvous dir:PATH (a directory every rank can read) or HOST:PORT (rank \
+                 0's address)",
+                launcher.launcher
+            )))
+        }
+    };
+    let bind = match a.bind {
+        Some(ip) => ip,
+        None => smtlab_dsm::default_bind(launcher, &rendezvous).ok_or_else(|| {
+            usage(
+                "--bind: cannot tell this host's address for ranks on other machines; give \
+                 --bind IP",
+            )
+        })?,
+    };
+    Ok((rendezvous, bind))
+}
+
+/// The one-point run a launcher's job is: `ranks` processes of the
+/// application, placed by the launcher, one sample.
+fn rank_spec(a: &RankArgs, params: &BTreeMap<String, String>, ranks: usize) -> RunSpec {
+    RunSpec {
+        programs: vec![Program::Ranks {
+            app: a.workload.clone(),
+            comm: a.comm,
+            params: params.clone(),
+        }],
+        comms: vec![a.comm],
+        models: vec![Model::Process],
+        placements: vec!["none".parse::<PolicySpec>().expect("`none` is a placement")],
+        threads: vec![ranks],
+        allocs: vec!["glibc".into()],
+        spawn: Spawn::Exec,
+        mode: None,
+        metric: None,
+        warmup: 0,
+        min_samples: 1,
+        max_samples: 1,
+        precision: 0.02,
+        max_time_s: 30.0,
+        timeout_s: None,
+        seed: a.seed,
+        counters: false,
+        study: None,
+    }
+}
+
+/// Rank 0's checks before the ranks meet: the machine, the run's one
+/// point, the store opened and the host name it will record.
+fn plan_rank0(db: &Path, spec: &RunSpec) -> anyhow::Result<(Topology, Vec<Point>)> {
+    let topo = smtlab_topology::sysfs::read_live().map_err(|e| anyhow::anyhow!(e))?;
+    let points = plan::expand(&topo, spec).map_err(usage)?;
+    Store::open(db).map_err(usage)?;
+    // The host name the run's facts will record, refused now if it
+    // cannot be shown.
+    smtlab_store::host_name().map_err(usage)?;
+    Ok((topo, points))
+}
+
+/// Rank 0 at the job's end: the run stored (dated from its start) with
+/// its one sample, and printed; the exit status says whether it verified.
+fn record(
+    a: &RankArgs,
+    launcher: &LauncherRank,
+    spec: &RunSpec,
+    topo: &Topology,
+    points: &[Point],
+    report: &RunReport,
+    started_at: f64,
+) -> anyhow::Result<i32> {
+    let (store, run_id, stored) = create_run(&a.db, spec, topo, points, started_at)?;
     let (point_id, point) = &stored[0];
     // Only rank 0's process is known here: no usage rather than a part
     // of it passed off as the whole.
@@ -206,7 +246,7 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
         0,
         false,
         started_at,
-        &report,
+        report,
         ResourceUsage::default(),
     );
     store
@@ -226,7 +266,7 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
             "report": report,
         }))? + "\n"
     } else {
-        summary(run_id, &a.db, &launcher, &report, sample.reason.as_deref())
+        summary(run_id, &a.db, launcher, report, sample.reason.as_deref())
     };
     output::print(&text)?;
     Ok(crate::exit::of_results(run_id, &summaries))

@@ -69,7 +69,7 @@ pub struct RunArgs {
         long,
         value_name = "MECHANISMS",
         value_delimiter = ',',
-        value_parser = flags::parsed::<Comm>
+        value_parser = flags::comm()
     )]
     pub comm: Vec<Comm>,
     /// Placements: compact, scatter, core, smt:K, none, comma-separated; or
@@ -105,7 +105,7 @@ pub struct RunArgs {
         long,
         value_name = "HOW",
         default_value = "exec",
-        value_parser = flags::parsed::<Spawn>
+        value_parser = flags::spawn()
     )]
     pub spawn: Spawn,
     /// Fixed-time mode: run each sample this long, metric = the workload's

@@ -84,8 +84,9 @@ pub struct ChatArgs {
 
     /// Workers: event loops (event); for thread2 and thread, the number of
     /// CPUs of --cpus the threads share
-    #[arg(long, value_name = "N", value_parser = flags::parsed::<WorkersArg>)]
-    pub threads: WorkersArg,
+    #[arg(long, value_name = "N",
+          value_parser = flags::count("--threads", "a number of workers", 1, MAX_WORKERS))]
+    pub threads: usize,
 
     /// The address to listen on, IP:PORT (port 0: the kernel picks one,
     /// shown on the first line)
@@ -93,8 +94,8 @@ pub struct ChatArgs {
     pub listen: ListenArg,
 
     /// Run on these CPUs only (event: loop k on the k-th, wrapping around)
-    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpusArg>)]
-    pub cpus: Option<CpusArg>,
+    #[arg(long, value_name = "LIST", value_parser = flags::cpus)]
+    pub cpus: Option<CpuSet>,
 
     /// Bytes that may wait for one client before it is disconnected, e.g.
     /// 64KiB [default: 64KiB]
@@ -103,8 +104,9 @@ pub struct ChatArgs {
 
     /// Open connections at most; past it a new one is refused with ERROR
     /// [default: 100000]
-    #[arg(long, value_name = "N", value_parser = flags::parsed::<MaxConnectionsArg>)]
-    pub max_connections: Option<MaxConnectionsArg>,
+    #[arg(long, value_name = "N",
+          value_parser = flags::count("--max-connections", "a number", 1, MAX_CONNECTIONS))]
+    pub max_connections: Option<usize>,
 }
 
 /// `--model M` of the chat server.
@@ -146,22 +148,6 @@ impl FromStr for SendQueueArg {
 /// The most `--max-connections`.
 const MAX_CONNECTIONS: usize = 1_000_000;
 
-/// `--max-connections N`: 1 to a million.
-#[derive(Debug, Clone, Copy)]
-pub struct MaxConnectionsArg(usize);
-
-impl FromStr for MaxConnectionsArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<MaxConnectionsArg, String> {
-        match s.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => Ok(MaxConnectionsArg(n)),
-            _ => Err(format!(
-                "--max-connections {s}: expected a number from 1 to {MAX_CONNECTIONS}"
-            )),
-        }
-    }
-}
-
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Architectures: process (N forked worker processes, each serving one connection at a time: \
@@ -194,8 +180,9 @@ pub struct WebArgs {
 
     /// Workers: processes, threads or event loops (for staged, the
     /// threads of each stage)
-    #[arg(long, value_name = "N", value_parser = flags::parsed::<WorkersArg>)]
-    pub threads: WorkersArg,
+    #[arg(long, value_name = "N",
+          value_parser = flags::count("--threads", "a number of workers", 1, MAX_WORKERS))]
+    pub threads: usize,
 
     /// The address to listen on, IP:PORT (port 0: the kernel picks one,
     /// shown on the first line)
@@ -209,13 +196,13 @@ pub struct WebArgs {
 
     /// The size of the SPECweb96-like file set to write, e.g. 5MB, 50MB,
     /// 500MB (whole directories of about 5.1 MB)
-    #[arg(long, value_name = "SIZE", value_parser = flags::parsed::<FilesArg>)]
-    pub files: Option<FilesArg>,
+    #[arg(long, value_name = "SIZE", value_parser = flags::file_set)]
+    pub files: Option<FileSet>,
 
     /// Run on these CPUs only, worker k on the k-th of the list (wrapping
     /// around): a CPU list such as 0 or 0,2-3
-    #[arg(long, value_name = "LIST", value_parser = flags::parsed::<CpusArg>)]
-    pub cpus: Option<CpusArg>,
+    #[arg(long, value_name = "LIST", value_parser = flags::cpus)]
+    pub cpus: Option<CpuSet>,
 
     /// helpers=K: the event model's helper threads for opening and reading
     /// files (Flash's AMPED)
@@ -242,22 +229,6 @@ impl FromStr for ModelArg {
     }
 }
 
-/// `--threads N`: 1 to [`MAX_WORKERS`].
-#[derive(Debug, Clone, Copy)]
-pub struct WorkersArg(usize);
-
-impl FromStr for WorkersArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<WorkersArg, String> {
-        match s.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(WorkersArg(n)),
-            _ => Err(format!(
-                "--threads {s}: expected a number of workers from 1 to {MAX_WORKERS}"
-            )),
-        }
-    }
-}
-
 /// `--listen ADDR`.
 #[derive(Debug, Clone, Copy)]
 pub struct ListenArg(SocketAddr);
@@ -273,33 +244,6 @@ impl FromStr for ListenArg {
     }
 }
 
-/// `--files SIZE`: the file set of about that size.
-#[derive(Debug, Clone)]
-pub struct FilesArg(FileSet);
-
-impl FromStr for FilesArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<FilesArg, String> {
-        let bytes = parse_size(s).ok_or_else(|| {
-            format!("--files {s}: expected a size such as 5MB, 50MB, 500MB or 2GB")
-        })?;
-        FileSet::with_total_bytes(bytes)
-            .map(FilesArg)
-            .map_err(|e| format!("--files {s}: {e}"))
-    }
-}
-
-/// `--cpus LIST`: a non-empty CPU list.
-#[derive(Debug, Clone)]
-pub struct CpusArg(CpuSet);
-
-impl FromStr for CpusArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<CpusArg, String> {
-        flags::cpu_list("--cpus", s).map(CpusArg)
-    }
-}
-
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     match a.server {
         Served::Web(w) => web(w),
@@ -309,9 +253,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
 
 fn chat_server(a: ChatArgs) -> anyhow::Result<i32> {
     let model = a.model.0;
-    let workers = a.threads.0;
+    let workers = a.threads;
     if let Some(cpus) = &a.cpus {
-        restrict_to(&cpus.0)?;
+        restrict_to(cpus)?;
     }
     let stop = sys::interrupt_flag().context("installing the SIGINT/SIGTERM handler")?;
     // Each connection is a descriptor: lift the soft limit to the hard one
@@ -323,12 +267,12 @@ fn chat_server(a: ChatArgs) -> anyhow::Result<i32> {
     let addr = a.listen.0;
     let listener = TcpListener::bind(addr).map_err(|e| usage(format!("--listen {addr}: {e}")))?;
     let mut config = ChatConfig::new(model, workers);
-    config.worker_cpus = a.cpus.map(|c| c.0.iter().collect()).unwrap_or_default();
+    config.worker_cpus = a.cpus.map(|c| c.iter().collect()).unwrap_or_default();
     if let Some(q) = a.send_queue {
         config.send_queue = q.0;
     }
     if let Some(m) = a.max_connections {
-        config.max_connections = m.0;
+        config.max_connections = m;
     }
     let server = chat::start(&config, listener)
         .with_context(|| format!("starting the {model} chat server"))?;
@@ -410,7 +354,7 @@ fn restrict_to(cpus: &CpuSet) -> anyhow::Result<()> {
 
 fn web(a: WebArgs) -> anyhow::Result<i32> {
     let model = a.model.0;
-    let workers = a.threads.0;
+    let workers = a.threads;
     let helpers = helpers(&a.param, model)?;
     if let Some(root) = &a.root {
         // With --files a missing directory is made; anything else there is
@@ -436,7 +380,7 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(cpus) = &a.cpus {
-        restrict_to(&cpus.0)?;
+        restrict_to(cpus)?;
     }
     // From here on SIGINT and SIGTERM only set the flag: the loop below
     // stops the server, so workers are reaped and a temporary root removed.
@@ -450,7 +394,7 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
     let root = match a.root {
         Some(dir) => {
             if let Some(set) = &a.files {
-                set.0.write_to(&dir).map_err(|e| {
+                set.write_to(&dir).map_err(|e| {
                     usage(format!(
                         "--root {}: cannot write the file set: {e}",
                         dir.display()
@@ -466,7 +410,7 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
             let dir = WatchedDir::new(&exe, "smtlab-web-")
                 .context("creating a temporary document root")?;
             let set = match a.files {
-                Some(f) => f.0,
+                Some(f) => f,
                 None => FileSet::with_dirs(DEFAULT_DIRS).context("the default file set")?,
             };
             set.write_to(dir.path())
@@ -480,7 +424,7 @@ fn web(a: WebArgs) -> anyhow::Result<i32> {
 
     let mut config = ServerConfig::new(model, workers, root.clone());
     config.helpers = helpers;
-    config.worker_cpus = a.cpus.map(|c| c.0.iter().collect()).unwrap_or_default();
+    config.worker_cpus = a.cpus.map(|c| c.iter().collect()).unwrap_or_default();
     if let Some(s) = a.request_timeout {
         config.request_timeout = Duration::from_secs_f64(s);
     }
@@ -532,17 +476,10 @@ mod tests {
         for bad in ["", "MB", "5XB", "-5MB", "5..1MB", "1e20"] {
             assert_eq!(parse_size(bad), None, "{bad}");
         }
-        assert!("5MB".parse::<FilesArg>().is_ok());
-        let e = "0MB".parse::<FilesArg>().unwrap_err();
-        assert!(e.starts_with("--files 0MB: "), "{e}");
     }
 
     #[test]
     fn flags_name_themselves_when_refused() {
-        let e = "0".parse::<WorkersArg>().unwrap_err();
-        assert!(e.starts_with("--threads 0: "), "{e}");
-        assert!("65536".parse::<WorkersArg>().is_err());
-        assert_eq!("65535".parse::<WorkersArg>().unwrap().0, 65_535);
         let e = "apache".parse::<ModelArg>().unwrap_err();
         assert!(
             e.starts_with("--model apache: ") && e.contains("process"),
@@ -550,8 +487,6 @@ mod tests {
         );
         let e = "localhost".parse::<ListenArg>().unwrap_err();
         assert!(e.starts_with("--listen localhost: "), "{e}");
-        assert!("".parse::<CpusArg>().is_err());
-        assert_eq!("0,2-3".parse::<CpusArg>().unwrap().0.len(), 3);
     }
 
     #[test]
@@ -569,9 +504,6 @@ mod tests {
         let e = "100".parse::<SendQueueArg>().unwrap_err();
         assert!(e.starts_with("--send-queue 100: "), "{e}");
         assert!("2GiB".parse::<SendQueueArg>().is_err());
-        let e = "0".parse::<MaxConnectionsArg>().unwrap_err();
-        assert!(e.starts_with("--max-connections 0: "), "{e}");
-        assert_eq!("10000".parse::<MaxConnectionsArg>().unwrap().0, 10_000);
     }
 
     #[test]

@@ -13,7 +13,8 @@ use smtlab_study::report_run::{default_dir, report_run, study_json, ReportedRun}
 use smtlab_study::{
     self as study, PairsRequest, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest,
 };
-use smtlab_types::{Comm, Model, Point, RunSpec};
+use smtlab_topology::Topology;
+use smtlab_types::{Comm, MetricSpec, Model, Point, Program, RunSpec};
 
 use super::program_args::ProgramArgs;
 use super::report;
@@ -108,7 +109,7 @@ pub struct StudyArgs {
     pub json: bool,
     /// pairs: what the two PUs of a pair share: smt (a core's siblings),
     /// cache or package [default: the closest the machine has]
-    #[arg(long, value_name = "LEVEL", value_parser = flags::parsed::<Share>)]
+    #[arg(long, value_name = "LEVEL", value_parser = flags::share())]
     pub share: Option<Share>,
     /// pairs: co-runs at once, each on its own core [default: every core]
     #[arg(long, value_name = "N", value_parser = flags::whole::<u32>("--at-once", 1, 65535))]
@@ -129,7 +130,7 @@ pub struct StudyArgs {
         long,
         value_name = "MECHANISMS",
         value_delimiter = ',',
-        value_parser = flags::parsed::<Comm>
+        value_parser = flags::comm()
     )]
     pub comm: Option<Vec<Comm>>,
     #[command(flatten)]
@@ -229,6 +230,22 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         ));
     }
     let topo = a.source.load()?;
+    check_study_flags(kind, &a)?;
+    let req = request(kind, &a)?;
+    let StudyPlan {
+        spec,
+        points,
+        allocators,
+    } = study::plan(kind, &topo, req).map_err(usage)?;
+    if a.dry_run {
+        return print_plan(kind, &spec, &points, a.json);
+    }
+    measure_and_report(kind, &a, &topo, &spec, &points, &allocators)
+}
+
+/// Refuse the flags that belong to another study than `kind`, and those a
+/// study does not take, before anything is planned.
+fn check_study_flags(kind: StudyKind, a: &StudyArgs) -> anyhow::Result<()> {
     if kind != StudyKind::Pairs
         && (a.share.is_some() || a.at_once.is_some() || a.window.is_some() || a.trials.is_some())
     {
@@ -247,7 +264,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         )));
     }
     if kind == StudyKind::Comm {
-        check_comm_flags(&a)?;
+        check_comm_flags(a)?;
     }
     if kind == StudyKind::Chat && (!a.program.workload.is_empty() || !a.program.cmd.is_empty()) {
         return Err(usage(
@@ -255,62 +272,13 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
              chat,ngircd` to choose",
         ));
     }
-    let (programs, metric, pairs) = if kind == StudyKind::Pairs {
-        let named = a.program.pair_programs()?;
-        let pairs = PairsRequest {
-            names: named.iter().map(|(n, _)| n.clone()).collect(),
-            share: a.share,
-            at_once: a.at_once.map(|n| n as usize),
-            window_s: a.window,
-        };
-        (named.into_iter().map(|(_, p)| p).collect(), None, pairs)
-    } else if kind == StudyKind::Chat {
-        // The study's servers take the user's --param (messages=, rate=,
-        // room=) and --client-cpus; the connections are --connections.
-        if a.program.params.iter().any(|(k, _)| k == "connections") {
-            return Err(usage(
-                "--param connections: `study chat` sweeps --connections LIST instead",
-            ));
-        }
-        let given = ProgramArgs {
-            workload: vec!["chat".to_string()],
-            ..a.program.clone()
-        };
-        let (programs, metric) = given.programs(false)?;
-        (programs, metric, PairsRequest::default())
-    } else if kind == StudyKind::Comm {
-        // The applications named with -w (default: all three), each with
-        // the user's --param; the study gives each parameter to the
-        // applications that take it, and sets the layout (per_node) itself.
-        let apps = if a.program.workload.is_empty() {
-            COMM_APPS.map(String::from).to_vec()
-        } else {
-            a.program.workload.clone()
-        };
-        let given = ProgramArgs {
-            workload: apps,
-            ..a.program.clone()
-        };
-        let (programs, metric) = given.programs(false)?;
-        (programs, metric, PairsRequest::default())
-    } else if kind == StudyKind::Web && a.program.workload.is_empty() && a.program.cmd.is_empty() {
-        // The study's servers, with the user's --param and --client-cpus:
-        // smtlab's web server, and nginx where it is installed (the plan
-        // says so where it is not).
-        let mut servers = vec!["web".to_string()];
-        if smtlab_web::nginx::find().is_some() {
-            servers.push("nginx".to_string());
-        }
-        let given = ProgramArgs {
-            workload: servers,
-            ..a.program.clone()
-        };
-        let (programs, metric) = given.programs(false)?;
-        (programs, metric, PairsRequest::default())
-    } else {
-        let (programs, metric) = a.program.programs(true)?;
-        (programs, metric, PairsRequest::default())
-    };
+    Ok(())
+}
+
+/// What the user asked of the study `kind`: its programs, metric, mode,
+/// sweep and sampling, from the flags (the study fills in the rest).
+fn request(kind: StudyKind, a: &StudyArgs) -> anyhow::Result<StudyRequest> {
+    let (programs, metric, pairs) = programs(kind, a)?;
     let mode = if kind == StudyKind::Pairs {
         // Built-in workloads take --duration/--work; commands run to
         // completion whatever they are.
@@ -322,7 +290,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
     } else {
         a.program.mode(a.duration, a.work)?
     };
-    let req = StudyRequest {
+    Ok(StudyRequest {
         pairs,
         programs,
         metric,
@@ -342,17 +310,78 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         counters: !a.no_counters,
         connections: a.connections.as_ref().map(|c| c.0.clone()),
         comms: a.comm.clone(),
-    };
-    let StudyPlan {
-        spec,
-        points,
-        allocators,
-    } = study::plan(kind, &topo, req).map_err(usage)?;
-    let meta = spec.study.clone().expect("study::plan sets the study");
-    if a.dry_run {
-        return print_plan(kind, &spec, &points, a.json);
-    }
+    })
+}
 
+/// The study's programs and metric from -w/--cmd/--param: each study
+/// reads them its own way (pairs names each program; chat, comm and web
+/// have programs of their own that take the user's parameters).
+fn programs(
+    kind: StudyKind,
+    a: &StudyArgs,
+) -> anyhow::Result<(Vec<Program>, Option<MetricSpec>, PairsRequest)> {
+    let with = |workload: Vec<String>| {
+        let given = ProgramArgs {
+            workload,
+            ..a.program.clone()
+        };
+        given.programs(false)
+    };
+    if kind == StudyKind::Pairs {
+        let named = a.program.pair_programs()?;
+        let pairs = PairsRequest {
+            names: named.iter().map(|(n, _)| n.clone()).collect(),
+            share: a.share,
+            at_once: a.at_once.map(|n| n as usize),
+            window_s: a.window,
+        };
+        return Ok((named.into_iter().map(|(_, p)| p).collect(), None, pairs));
+    }
+    let (programs, metric) = if kind == StudyKind::Chat {
+        // The study's servers take the user's --param (messages=, rate=,
+        // room=) and --client-cpus; the connections are --connections.
+        if a.program.params.iter().any(|(k, _)| k == "connections") {
+            return Err(usage(
+                "--param connections: `study chat` sweeps --connections LIST instead",
+            ));
+        }
+        with(vec!["chat".to_string()])?
+    } else if kind == StudyKind::Comm {
+        // The applications named with -w (default: all three), each with
+        // the user's --param; the study gives each parameter to the
+        // applications that take it, and sets the layout (per_node) itself.
+        let apps = if a.program.workload.is_empty() {
+            COMM_APPS.map(String::from).to_vec()
+        } else {
+            a.program.workload.clone()
+        };
+        with(apps)?
+    } else if kind == StudyKind::Web && a.program.workload.is_empty() && a.program.cmd.is_empty() {
+        // The study's servers, with the user's --param and --client-cpus:
+        // smtlab's web server, and nginx where it is installed (the plan
+        // says so where it is not).
+        let mut servers = vec!["web".to_string()];
+        if smtlab_web::nginx::find().is_some() {
+            servers.push("nginx".to_string());
+        }
+        with(servers)?
+    } else {
+        a.program.programs(true)?
+    };
+    Ok((programs, metric, PairsRequest::default()))
+}
+
+/// Measure the planned study into the store, write its report and print
+/// its results; the exit status says whether every point has a result.
+fn measure_and_report(
+    kind: StudyKind,
+    a: &StudyArgs,
+    topo: &Topology,
+    spec: &RunSpec,
+    points: &[Point],
+    allocators: &[Allocator],
+) -> anyhow::Result<i32> {
+    let meta = spec.study.clone().expect("study::plan sets the study");
     // One task per host under a launcher, unless --shared-host.
     let shared = run::one_task_per_host(a.shared_host)?;
     // The report is written after minutes of measuring: a directory that
@@ -365,9 +394,9 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
             eprintln!("  {l}");
         }
     }
-    let (store, run_id, stored) = run::create_shared_run(&a.db, &spec, &topo, &points, shared)?;
-    let preloads = Preloads::of(&allocators);
-    let status = run::measure(&store, run_id, &spec, &stored, preloads, &a.db, quiet)?;
+    let (store, run_id, stored) = run::create_shared_run(&a.db, spec, topo, points, shared)?;
+    let preloads = Preloads::of(allocators);
+    let status = run::measure(&store, run_id, spec, &stored, preloads, &a.db, quiet)?;
     if status == RunStatus::Interrupted {
         eprintln!(
             "smtlab: study run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}, then write its report with: smtlab report {run_id} --db {}",
