@@ -555,3 +555,82 @@ impl Drop for QueueFile {
         let _ = std::fs::remove_file(&self.path);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Phases over workers that are not processes: `pids` as given, an
+    /// error output that says `said` for each.
+    fn phases(pids: &[i32], failure: Option<(SampleStatus, String)>) -> Phases {
+        let workers = pids
+            .iter()
+            .map(|&pid| {
+                let (tx, stderr_tail) = mpsc::channel();
+                tx.send("said\n".to_string()).unwrap();
+                Worker {
+                    pid,
+                    stdin: None,
+                    stderr_tail,
+                }
+            })
+            .collect();
+        Phases {
+            workers,
+            rx: mpsc::channel().1,
+            reports: vec![None; pids.len()],
+            ended_first: None,
+            failure,
+        }
+    }
+
+    fn failed() -> Option<(SampleStatus, String)> {
+        Some((
+            SampleStatus::Failed,
+            "worker 1 ended without reporting".into(),
+        ))
+    }
+
+    #[test]
+    fn a_crash_is_named_but_not_the_kills_that_smtlab_sent_after_it() {
+        let segv = Some(ChildEnd::Signaled(Signal::SIGSEGV as i32));
+        let kill = Some(ChildEnd::Signaled(Signal::SIGKILL as i32));
+        let fine = Some(ChildEnd::Exited(0));
+
+        // A segfault is the cause whoever ended first.
+        let mut p = phases(&[40, 41], failed());
+        p.name_a_crash(&[kill, segv]);
+        assert_eq!(
+            p.failure,
+            Some((
+                SampleStatus::Crashed,
+                "worker pid 41 killed by signal SIGSEGV: said".into()
+            ))
+        );
+
+        // SIGKILL names the cause only for the worker that ended first:
+        // the others' SIGKILL is smtlab's own.
+        let mut p = phases(&[40, 41], failed());
+        p.name_a_crash(&[kill, fine]);
+        assert_eq!(p.failure, failed());
+        let mut p = phases(&[40, 41], failed());
+        p.ended_first = Some(0);
+        p.name_a_crash(&[kill, fine]);
+        assert_eq!(
+            p.failure,
+            Some((
+                SampleStatus::Crashed,
+                "worker pid 40 killed by signal SIGKILL: said".into()
+            ))
+        );
+
+        // A timeout stays a timeout; no failure stays none.
+        let timeout = Some((SampleStatus::Timeout, "workers did not finish".to_string()));
+        let mut p = phases(&[40], timeout.clone());
+        p.name_a_crash(&[segv]);
+        assert_eq!(p.failure, timeout);
+        let mut p = phases(&[40], None);
+        p.name_a_crash(&[segv]);
+        assert_eq!(p.failure, None);
+    }
+}

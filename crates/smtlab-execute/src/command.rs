@@ -220,7 +220,7 @@ fn run_inner(
         usage.anon_huge_kb = Some(m.anon_huge_kb);
     }
 
-    let (mut status, mut reason) = judge_ends(&ended, &texts, waited.timed_out, ctx);
+    let (mut status, mut reason) = judge_ends(&ended, &texts, waited.timed_out, ctx.timeout);
     let mut metric = (status == SampleStatus::Ok).then_some(wall_s);
     if let (Some(re), SampleStatus::Ok) = (&ctx.metric_regex, status) {
         match user_metric(re, &texts, point.metric.higher_is_better) {
@@ -488,17 +488,18 @@ fn wait_for_ranks(
     }
 }
 
-/// The sample's status and reason from how the ranks ended: the timeout,
+/// The sample's status and reason from how the ranks ended: the timeout
+/// (`--timeout`'s value),
 /// else the first rank (by its number) that failed, was killed
 /// or could not be waited for, with the start of its errors.
 fn judge_ends(
     ended: &[Option<Ended>],
     texts: &[(String, String)],
     timed_out: bool,
-    ctx: &SampleContext,
+    timeout: Option<Duration>,
 ) -> (SampleStatus, Option<String>) {
     if timed_out {
-        let t = ctx.timeout.map_or(0.0, |t| t.as_secs_f64());
+        let t = timeout.map_or(0.0, |t| t.as_secs_f64());
         return (
             SampleStatus::Timeout,
             Some(format!(
@@ -700,6 +701,101 @@ mod tests {
             expand("a {threads} b {n} c {threads}", 3, 0, &[]),
             "a 3 b 3 c 3"
         );
+    }
+
+    fn ended(rank: usize, end: Option<ChildEnd>) -> Option<Ended> {
+        Some(Ended {
+            rank,
+            end,
+            usage: ResourceUsage::default(),
+            at: 0.0,
+        })
+    }
+
+    #[test]
+    fn the_first_rank_by_number_that_failed_names_the_sample_with_its_errors() {
+        let texts = vec![
+            (String::new(), String::new()),
+            (String::new(), "oops\nat line 2\n".to_string()),
+            (String::new(), String::new()),
+        ];
+        let fine = ChildEnd::Exited(0);
+        let all_fine = [
+            ended(0, Some(fine)),
+            ended(1, Some(fine)),
+            ended(2, Some(fine)),
+        ];
+        assert_eq!(
+            judge_ends(&all_fine, &texts, false, None),
+            (SampleStatus::Ok, None)
+        );
+        let two_failed = [
+            ended(0, Some(fine)),
+            ended(1, Some(ChildEnd::Exited(3))),
+            ended(2, Some(ChildEnd::Signaled(11))),
+        ];
+        assert_eq!(
+            judge_ends(&two_failed, &texts, false, None),
+            (
+                SampleStatus::Failed,
+                Some("rank 1 exited with code 3: oops | at line 2".into())
+            )
+        );
+        let crashed = [ended(0, Some(ChildEnd::Signaled(11))), None, None];
+        assert_eq!(
+            judge_ends(&crashed, &texts, false, None),
+            (
+                SampleStatus::Crashed,
+                Some("rank 0 killed by SIGSEGV".into())
+            )
+        );
+        let lost = [ended(0, None), None, None];
+        assert_eq!(
+            judge_ends(&lost, &texts, false, None),
+            (
+                SampleStatus::Failed,
+                Some("rank 0: could not wait for it".into())
+            )
+        );
+        // The timeout wins over how the killed ranks ended.
+        assert_eq!(
+            judge_ends(&crashed, &texts, true, Some(Duration::from_millis(1500))),
+            (
+                SampleStatus::Timeout,
+                Some("--cmd did not finish within --timeout 1.5 s; killed".into())
+            )
+        );
+    }
+
+    #[test]
+    fn a_metric_adds_up_rates_and_takes_the_slowest_time_over_the_ranks() {
+        let re = regex::Regex::new(r"v=(\S+)").unwrap();
+        let texts: Vec<(String, String)> = ["v=2\n", "v=1\nv=5\n"]
+            .iter()
+            .map(|o| (o.to_string(), String::new()))
+            .collect();
+        assert_eq!(user_metric(&re, &texts, true), Ok(7.0));
+        assert_eq!(user_metric(&re, &texts, false), Ok(5.0));
+        let silent = vec![texts[0].clone(), (String::new(), String::new())];
+        assert_eq!(
+            user_metric(&re, &silent, true),
+            Err("--metric: `v=(\\S+)` matched no number in the output of rank 1".into())
+        );
+        let nan = vec![("v=NaN".to_string(), String::new())];
+        assert_eq!(
+            user_metric(&re, &nan, true),
+            Err(
+                "--metric: `v=(\\S+)` captured `NaN` in the output of rank 0, which is not a \
+                 finite number"
+                    .into()
+            )
+        );
+        let huge = vec![("v=1e308".to_string(), String::new()); 2];
+        assert_eq!(
+            user_metric(&re, &huge, true),
+            Err("--metric: the ranks' values add up to inf, not a finite number".into())
+        );
+        assert_eq!(user_metric(&re, &huge, false), Ok(1e308));
     }
 
     #[test]
