@@ -2,6 +2,7 @@
 //! crate): what any app allocates, run it on a rank, run its sequential
 //! reference, verify.
 
+use crate::error::VerifyError;
 use crate::outcome::{self, Outcome};
 use crate::params::AppParams;
 use crate::shared::Shared;
@@ -38,6 +39,10 @@ pub fn sequential_app(app: &AppParams) -> Outcome {
 
 /// Check rank 0's outcome of a parallel run against the sequential
 /// reference; the error is one line saying what differs.
-pub fn verify_app(app: &AppParams, parallel: &Outcome, sequential: &Outcome) -> Result<(), String> {
+pub fn verify_app(
+    app: &AppParams,
+    parallel: &Outcome,
+    sequential: &Outcome,
+) -> Result<(), VerifyError> {
     outcome::verify(app.app(), parallel, sequential)
 }

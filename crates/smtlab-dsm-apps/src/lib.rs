@@ -8,6 +8,8 @@
 //! * [`sor`], [`lu`], [`tsp`]: each a parallel `run` (every rank calls it)
 //!   and a plain `sequential` reference doing the same arithmetic;
 //! * [`outcome`]: what a run reports and [`verify`];
+//! * [`error`]: why parameters are refused ([`ParamError`]) and why a run
+//!   does not verify ([`VerifyError`]);
 //! * [`app`]: [`app_allocations`], [`run_app`], [`sequential_app`],
 //!   [`verify_app`], the calls the DSM crate needs;
 //! * [`local`] and [`scoped`]: [`Shared`] over threads in one process, for
@@ -26,6 +28,7 @@
 pub mod app;
 mod append_only;
 mod coordinator;
+pub mod error;
 pub mod local;
 pub mod lu;
 pub mod outcome;
@@ -36,10 +39,9 @@ pub mod sor;
 pub mod tsp;
 
 pub use app::{app_allocations, run_app, sequential_app, verify_app};
+pub use error::{ParamError, VerifyError};
 pub use local::{run_ranks, LocalShared};
 pub use outcome::{verify, Matrix, Outcome};
-pub use params::{
-    App, AppParams, LuParams, ParamError, ParamSpec, SorParams, TspParams, APPS, DSM_PARAMS,
-};
+pub use params::{App, AppParams, LuParams, ParamSpec, SorParams, TspParams, APPS, DSM_PARAMS};
 pub use scoped::{run_ranks_scoped, run_ranks_scoped_traffic, ScopedShared, Traffic};
 pub use shared::{Home, Region, Shared, Words};

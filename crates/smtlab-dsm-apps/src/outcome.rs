@@ -2,6 +2,7 @@
 //! application, and the check that a parallel run computed what the
 //! sequential reference computed.
 
+use crate::error::VerifyError;
 use crate::params::App;
 
 /// The result of one run on one rank, or of the sequential reference.
@@ -47,65 +48,69 @@ impl Matrix {
 /// floating-point operations on every element in the same order, so any
 /// difference is a bug, e.g. stale data from a missing barrier), then the
 /// checksum; TSP compares the optimal tour length. The error is one line.
-pub fn verify(app: App, parallel: &Outcome, sequential: &Outcome) -> Result<(), String> {
+pub fn verify(app: App, parallel: &Outcome, sequential: &Outcome) -> Result<(), VerifyError> {
     let name = app.name();
     if parallel.checksum.is_nan() {
-        return Err(format!(
-            "{name}: the parallel outcome carries no result (checksum NaN): verify rank 0's outcome"
-        ));
+        return Err(VerifyError::NoResult { app: name });
     }
     match app {
         App::Sor | App::Lu => {
             let what = if app == App::Sor { "grid" } else { "matrix" };
             match (&parallel.result, &sequential.result) {
                 (Some(par), Some(seq)) => compare_elements(name, what, par, seq)?,
-                (None, _) => {
-                    return Err(format!(
-                        "{name}: the parallel outcome carries no {what}: verify rank 0's outcome"
-                    ))
-                }
-                (_, None) => {
-                    return Err(format!("{name}: the sequential outcome carries no {what}"))
-                }
+                (None, _) => return Err(VerifyError::NoParallelResult { app: name, what }),
+                (_, None) => return Err(VerifyError::NoSequentialResult { app: name, what }),
             }
             if parallel.checksum.to_bits() != sequential.checksum.to_bits() {
-                return Err(format!(
-                    "{name}: checksum {:e} differs from the sequential {:e}",
-                    parallel.checksum, sequential.checksum
-                ));
+                return Err(VerifyError::Checksum {
+                    app: name,
+                    parallel: parallel.checksum,
+                    sequential: sequential.checksum,
+                });
             }
         }
         App::Tsp => {
             if parallel.checksum != sequential.checksum {
-                return Err(format!(
-                    "{name}: tour length {} differs from the sequential optimum {}",
-                    parallel.checksum, sequential.checksum
-                ));
+                return Err(VerifyError::TourLength {
+                    app: name,
+                    parallel: parallel.checksum,
+                    sequential: sequential.checksum,
+                });
             }
         }
     }
     Ok(())
 }
 
-fn compare_elements(name: &str, what: &str, par: &Matrix, seq: &Matrix) -> Result<(), String> {
+/// The grids or matrices `par` and `seq` have the same shape and every
+/// element equal to the bit; else the first that differs, and how many do.
+fn compare_elements(
+    name: &'static str,
+    what: &'static str,
+    par: &Matrix,
+    seq: &Matrix,
+) -> Result<(), VerifyError> {
     if (par.rows, par.cols) != (seq.rows, seq.cols) || par.data.len() != seq.data.len() {
-        return Err(format!(
-            "{name}: the parallel {what} is {}x{}, the sequential {}x{}",
-            par.rows, par.cols, seq.rows, seq.cols
-        ));
+        return Err(VerifyError::Shape {
+            app: name,
+            what,
+            parallel: (par.rows, par.cols),
+            sequential: (seq.rows, seq.cols),
+        });
     }
     let differ = |i: usize| par.data[i].to_bits() != seq.data[i].to_bits();
     let count = (0..par.data.len()).filter(|&i| differ(i)).count();
     if let Some(i) = (0..par.data.len()).find(|&i| differ(i)) {
-        return Err(format!(
-            "{name}: {count} of {} {what} elements differ; first at row {} column {}: {:e}, \
-             sequential {:e}",
-            par.data.len(),
-            i / par.cols,
-            i % par.cols,
-            par.data[i],
-            seq.data[i]
-        ));
+        return Err(VerifyError::Elements {
+            app: name,
+            what,
+            count,
+            len: par.data.len(),
+            row: i / par.cols,
+            column: i % par.cols,
+            parallel: par.data[i],
+            sequential: seq.data[i],
+        });
     }
     Ok(())
 }
@@ -140,7 +145,7 @@ mod tests {
         let par = grid(vec![1.0, 2.0, 3.5, 4.0]);
         let e = verify(App::Lu, &par, &seq).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "lu: 1 of 4 matrix elements differ; first at row 1 column 0: 3.5e0, sequential 3e0"
         );
     }
@@ -161,7 +166,7 @@ mod tests {
             detail: String::new(),
             result: None,
         };
-        let e = verify(App::Sor, &par, &seq).unwrap_err();
+        let e = verify(App::Sor, &par, &seq).unwrap_err().to_string();
         assert!(e.contains("rank 0"), "{e}");
     }
 
@@ -175,8 +180,69 @@ mod tests {
         };
         assert_eq!(verify(App::Tsp, &tour(291.0), &tour(291.0)), Ok(()));
         assert_eq!(
-            verify(App::Tsp, &tour(300.0), &tour(291.0)).unwrap_err(),
+            verify(App::Tsp, &tour(300.0), &tour(291.0))
+                .unwrap_err()
+                .to_string(),
             "tsp: tour length 300 differs from the sequential optimum 291"
         );
+    }
+    /// Each way a run fails to verify, word for word: a run's report
+    /// records the line as its verification detail and the CLI prints it.
+    #[test]
+    fn every_verify_message_is_one_line_naming_what_differs() {
+        let seq = grid(vec![1.0, 2.0, 3.0, 4.0]);
+        let without = |o: &Outcome| Outcome {
+            result: None,
+            ..o.clone()
+        };
+        let wide = Outcome {
+            result: Some(Matrix {
+                rows: 1,
+                cols: 4,
+                data: vec![1.0, 2.0, 3.0, 4.0],
+            }),
+            ..seq.clone()
+        };
+        let off_sum = Outcome {
+            checksum: 11.0,
+            ..seq.clone()
+        };
+        let cases = [
+            (
+                verify(App::Sor, &without(&seq), &seq),
+                "sor: the parallel outcome carries no grid: verify rank 0's outcome",
+            ),
+            (
+                verify(App::Lu, &seq, &without(&seq)),
+                "lu: the sequential outcome carries no matrix",
+            ),
+            (
+                verify(App::Sor, &wide, &seq),
+                "sor: the parallel grid is 1x4, the sequential 2x2",
+            ),
+            (
+                verify(App::Lu, &off_sum, &seq),
+                "lu: checksum 1.1e1 differs from the sequential 1e1",
+            ),
+            (
+                verify(App::Lu, &grid(vec![0.5, 2.0, 3.0, 0.25]), &seq),
+                "lu: 2 of 4 matrix elements differ; first at row 0 column 0: 5e-1, sequential 1e0",
+            ),
+            (
+                verify(
+                    App::Tsp,
+                    &Outcome {
+                        checksum: f64::NAN,
+                        ..seq.clone()
+                    },
+                    &seq,
+                ),
+                "tsp: the parallel outcome carries no result (checksum NaN): verify rank 0's \
+                 outcome",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got.unwrap_err().to_string(), want);
+        }
     }
 }

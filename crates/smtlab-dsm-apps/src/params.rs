@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+pub use crate::error::ParamError;
+
 /// The names of the applications, in the order the study lists them.
 pub const APPS: [&str; 3] = ["sor", "lu", "tsp"];
 
@@ -64,28 +66,6 @@ impl FromStr for App {
             }),
         }
     }
-}
-
-/// A parameter refused before anything runs. Every message is one line
-/// that names the parameter (or app), the value given and what is valid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParamError {
-    #[error("unknown DSM app `{given}`; valid: sor, lu, tsp")]
-    UnknownApp { given: String },
-    #[error("--param {name}: app `{app}` has no parameter `{name}`; valid: {valid}")]
-    Unknown {
-        app: &'static str,
-        name: String,
-        /// The app's own parameters and the DSM's pass-through keys.
-        valid: String,
-    },
-    #[error("--param {name}={value}: {expected}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        /// What would be valid, e.g. "expected an integer from 8 to 4096".
-        expected: String,
-    },
 }
 
 /// One integer parameter: its name, default and inclusive range.

@@ -153,7 +153,7 @@ fn a_corrupted_outcome_fails_with_a_readable_reason() {
     assert_eq!(verify_app(&app, &par, &seq), Ok(()));
     let grid = par.result.as_mut().unwrap();
     grid.data[5 * grid.cols + 7] += 1e-12;
-    let e = verify_app(&app, &par, &seq).unwrap_err();
+    let e = verify_app(&app, &par, &seq).unwrap_err().to_string();
     assert!(
         e.starts_with("sor: 1 of 324 grid elements differ; first at row 5 column 7:"),
         "{e}"
@@ -168,7 +168,7 @@ fn a_corrupted_outcome_fails_with_a_readable_reason() {
     let seq = sequential_app(&app);
     let mut par = run(Dsm::Local, 2, &app).swap_remove(1);
     par.checksum += 1.0;
-    let e = verify_app(&app, &par, &seq).unwrap_err();
+    let e = verify_app(&app, &par, &seq).unwrap_err().to_string();
     assert!(e.starts_with("tsp: tour length "), "{e}");
 }
 
@@ -181,7 +181,7 @@ fn a_non_root_outcome_cannot_pass_for_a_result() {
     });
     let seq = sequential_app(&app);
     let outs = run(Dsm::Local, 2, &app);
-    let e = verify_app(&app, &outs[1], &seq).unwrap_err();
+    let e = verify_app(&app, &outs[1], &seq).unwrap_err().to_string();
     assert!(e.contains("rank 0"), "{e}");
 }
 

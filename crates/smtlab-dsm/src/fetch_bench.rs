@@ -18,8 +18,9 @@ use smtlab_dsm_apps::{Home, Shared, Words};
 use smtlab_sys::{DsmRegion, PageAccess, DSM_PAGE};
 use smtlab_types::{Comm, CpuSet};
 
+use crate::error::RankError;
 use crate::protocol::PAGE_WORDS;
-use crate::rank::{start_node, RankArgs, RankError};
+use crate::rank::{start_node, RankArgs};
 use crate::registry::SignalTarget;
 use crate::rendezvous::Rendezvous;
 

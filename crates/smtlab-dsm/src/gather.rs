@@ -8,6 +8,7 @@ use smtlab_types::Comm;
 
 use crate::clock::now_ns;
 use crate::core::Waits;
+use crate::error::GatherError;
 use crate::node::Node;
 use crate::protocol;
 use crate::waiting::{Awaited, Wanted};
@@ -16,14 +17,14 @@ impl Node {
     /// Gather: send this rank's statistics to rank 0 (or, at rank 0,
     /// wait for everybody's and say goodbye). Returns the gathered JSON at
     /// rank 0.
-    pub fn finish(&self, stats_json: &[u8], limit: Duration) -> Result<Vec<Vec<u8>>, String> {
+    pub fn finish(&self, stats_json: &[u8], limit: Duration) -> Result<Vec<Vec<u8>>, GatherError> {
         let deadline = now_ns() + limit.as_nanos() as u64;
         if self.rank != 0 {
             let mut msg = vec![protocol::GATHER];
             msg.extend_from_slice(stats_json);
             self.request(0, &msg, |_| {});
             self.wait_until(|w| w.bye, deadline)
-                .map_err(|_| "rank 0 did not confirm the end of the run".to_string())?;
+                .map_err(|_| GatherError::NoGoodbye)?;
             // Our last messages acknowledged; linger briefly to acknowledge
             // a retransmitted goodbye.
             let linger = now_ns() + 50_000_000;
@@ -32,7 +33,7 @@ impl Node {
         }
         let ranks = self.ranks;
         self.wait_until(|w| w.gathers + 1 >= ranks, deadline)
-            .map_err(|_| "not every rank sent its statistics".to_string())?;
+            .map_err(|_| GatherError::MissingStatistics)?;
         let mut gathered = self.with_core(|c| std::mem::take(&mut c.waits.gathered));
         gathered[0] = stats_json.to_vec();
         for r in 1..self.ranks {

@@ -26,6 +26,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
 
+use crate::error::LauncherError;
 use crate::rendezvous::Rendezvous;
 
 /// This process's place in a launcher's job.
@@ -103,7 +104,9 @@ const SLURM: Vars = Vars {
 /// or `None` when unset); `Ok(None)` when no launcher started it. A
 /// launcher's variable that is not what it should be is an error naming
 /// it.
-pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Option<LauncherRank>, String> {
+pub fn from_env(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<LauncherRank>, LauncherError> {
     for vars in [&OPEN_MPI, &PMI, &SLURM] {
         let rank = number(&env, vars.rank)?;
         let size = number(&env, vars.size)?;
@@ -114,10 +117,12 @@ pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Option<LauncherR
             (None, Some(_)) => return Err(unset_beside(vars.rank, vars.size)),
         };
         if size == 0 || rank >= size {
-            return Err(format!(
-                "{}={rank} with {}={size}: the rank must be below the size",
-                vars.rank, vars.size
-            ));
+            return Err(LauncherError::RankNotBelowSize {
+                rank_var: vars.rank,
+                rank,
+                size_var: vars.size,
+                size,
+            });
         }
         let local_rank = number(&env, vars.local_rank)?;
         let local_size = if vars.name == SLURM.name {
@@ -231,19 +236,22 @@ fn nonempty(env: &impl Fn(&str) -> Option<String>, var: &str) -> Option<String> 
 }
 
 /// A variable holding a count or an index.
-fn number(env: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<usize>, String> {
+fn number(
+    env: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<usize>, LauncherError> {
     match env(var) {
         None => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse::<usize>()
-            .map(Some)
-            .map_err(|_| format!("{var}={v}: expected a number from 0")),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(LauncherError::NotANumber { var, value: v }),
+        },
     }
 }
 
-fn unset_beside(missing: &str, set: &str) -> String {
-    format!("{set} is set but {missing} is not: is this a launcher's environment?")
+/// One of a launcher's pair of variables (`set`) without the other.
+fn unset_beside(missing: &'static str, set: &'static str) -> LauncherError {
+    LauncherError::UnsetBeside { set, missing }
 }
 
 /// The tasks of this node of a Slurm step: `SLURM_STEP_TASKS_PER_NODE`
@@ -253,10 +261,13 @@ fn unset_beside(missing: &str, set: &str) -> String {
 /// and the script is one process however many tasks its `srun` steps will
 /// start, so counting by it refused `smtlab` run straight from an
 /// `sbatch --ntasks-per-node=2` script as a second task on its host.
-fn slurm_local_size(env: &impl Fn(&str) -> Option<String>) -> Result<Option<usize>, String> {
+fn slurm_local_size(env: &impl Fn(&str) -> Option<String>) -> Result<Option<usize>, LauncherError> {
     const PER_NODE: &str = "SLURM_STEP_TASKS_PER_NODE";
     if let Some(text) = env(PER_NODE) {
-        let bad = || format!("{PER_NODE}={text}: expected counts per node such as 2(x3),1");
+        let bad = || LauncherError::TasksPerNode {
+            var: PER_NODE,
+            value: text.clone(),
+        };
         let mut counts: Vec<usize> = Vec::new();
         for item in text.trim().split(',') {
             let (count, times) = match item.split_once("(x") {
@@ -278,11 +289,11 @@ fn slurm_local_size(env: &impl Fn(&str) -> Option<String>) -> Result<Option<usiz
         }
         let node = number(env, "SLURM_NODEID")?;
         return Ok(match node {
-            Some(n) => Some(*counts.get(n).ok_or_else(|| {
-                format!(
-                    "SLURM_NODEID={n}: {PER_NODE}={text} lists {} nodes",
-                    counts.len()
-                )
+            Some(n) => Some(*counts.get(n).ok_or_else(|| LauncherError::NodeNotListed {
+                node: n,
+                var: PER_NODE,
+                value: text.clone(),
+                nodes: counts.len(),
             })?),
             // Without the node's index, only a list of equal counts says.
             None if counts.windows(2).all(|w| w[0] == w[1]) => counts.first().copied(),
@@ -463,29 +474,40 @@ mod tests {
             ("OMPI_COMM_WORLD_RANK", "one"),
             ("OMPI_COMM_WORLD_SIZE", "2"),
         ]))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "OMPI_COMM_WORLD_RANK=one: expected a number from 0");
-        let e = from_env(env(&[("SLURM_PROCID", "3"), ("SLURM_NTASKS", "3")])).unwrap_err();
+        let e = from_env(env(&[("SLURM_PROCID", "3"), ("SLURM_NTASKS", "3")]))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "SLURM_PROCID=3 with SLURM_NTASKS=3: the rank must be below the size"
         );
-        let e = from_env(env(&[("PMI_RANK", "0")])).unwrap_err();
-        assert!(e.starts_with("PMI_RANK is set but PMI_SIZE is not"), "{e}");
+        let e = from_env(env(&[("PMI_RANK", "0")])).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "PMI_RANK is set but PMI_SIZE is not: is this a launcher's environment?"
+        );
         let e = from_env(env(&[
             ("SLURM_PROCID", "0"),
             ("SLURM_NTASKS", "2"),
             ("SLURM_STEP_TASKS_PER_NODE", "2(x"),
         ]))
-        .unwrap_err();
-        assert!(e.starts_with("SLURM_STEP_TASKS_PER_NODE=2(x: "), "{e}");
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "SLURM_STEP_TASKS_PER_NODE=2(x: expected counts per node such as 2(x3),1"
+        );
         let e = from_env(env(&[
             ("SLURM_PROCID", "0"),
             ("SLURM_NTASKS", "2"),
             ("SLURM_NODEID", "4"),
             ("SLURM_STEP_TASKS_PER_NODE", "2"),
         ]))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             e,
             "SLURM_NODEID=4: SLURM_STEP_TASKS_PER_NODE=2 lists 1 nodes"
@@ -495,7 +517,8 @@ mod tests {
             ("OMPI_COMM_WORLD_SIZE", "2"),
             ("OMPI_COMM_WORLD_LOCAL_SIZE", "-1"),
         ]))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "OMPI_COMM_WORLD_LOCAL_SIZE=-1: expected a number from 0");
     }
 }

@@ -17,6 +17,7 @@ use smtlab_msg::{Config, Endpoint, Fault, UdpTransport};
 use smtlab_types::Comm;
 
 use crate::core::Core;
+use crate::error::RankError;
 use crate::node::{Node, Threads};
 use crate::rendezvous::Rendezvous;
 use crate::report::{RankStats, RunReport, ThreadTime, TimeSplit};
@@ -46,13 +47,6 @@ pub struct RankArgs {
     /// ([`crate::on_stall`]); [`crate::DEFAULT_STALL_TIMEOUT`] unless a
     /// run says.
     pub stall_timeout: Duration,
-}
-
-/// A rank's run failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RankError {
-    #[error("rank {rank}: {what}")]
-    Failed { rank: usize, what: String },
 }
 
 /// Run one rank on the calling thread; rank 0 returns the gathered
@@ -101,7 +95,7 @@ fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
     let json = serde_json::to_vec(&stats).expect("statistics serialise");
     let gathered = node.finish(&json, FINISH_LIMIT);
     node.stop(threads);
-    let gathered = gathered.map_err(fail)?;
+    let gathered = gathered.map_err(|e| fail(e.to_string()))?;
     if args.rank != 0 {
         return Ok(None);
     }
@@ -130,7 +124,7 @@ fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
         verified: verdict.is_ok(),
         verify_detail: match verdict {
             Ok(()) => format!("matches the sequential run ({})", sequential.detail),
-            Err(why) => why,
+            Err(why) => why.to_string(),
         },
         checksum: outcome.checksum,
         work: per_rank.iter().map(|r| r.work).sum(),

@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use crate::error::{rank_list, DirError, RendezvousError, RendezvousSpecError};
+
 /// Where the ranks of a run meet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rendezvous {
@@ -44,17 +46,6 @@ pub enum Rendezvous {
     Dir(PathBuf),
     /// Rank 0's TCP address: `HOST:PORT`.
     Leader(SocketAddr),
-}
-
-/// `--rendezvous` that names neither a directory nor an address.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "--rendezvous {text}: {why}; expected dir:PATH (a directory every rank can read) or \
-     HOST:PORT (rank 0's address)"
-)]
-pub struct RendezvousSpecError {
-    pub text: String,
-    pub why: String,
 }
 
 impl FromStr for Rendezvous {
@@ -71,7 +62,7 @@ impl FromStr for Rendezvous {
                 return Err(bad("no directory after dir:"));
             }
             let dir = PathBuf::from(path);
-            check_dir(&dir).map_err(|why| bad(&why))?;
+            check_dir(&dir).map_err(|why| bad(&why.to_string()))?;
             return Ok(Rendezvous::Dir(dir));
         }
         if let Ok(addr) = text.parse::<SocketAddr>() {
@@ -110,10 +101,10 @@ impl fmt::Display for Rendezvous {
 /// A rendezvous directory that can be made or used: it is a directory,
 /// or it is not there and its parent is (one level is made, never a
 /// whole path: a typo must not create a tree).
-fn check_dir(dir: &Path) -> Result<(), String> {
+fn check_dir(dir: &Path) -> Result<(), DirError> {
     let error = match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => return Ok(()),
-        Ok(_) => return Err(format!("{} exists and is not a directory", dir.display())),
+        Ok(_) => return Err(DirError::NotADirectory(dir.to_path_buf())),
         Err(e) => e,
     };
     let parent = match dir.parent() {
@@ -121,69 +112,17 @@ fn check_dir(dir: &Path) -> Result<(), String> {
         _ => Path::new("."),
     };
     match std::fs::metadata(parent) {
-        Ok(m) if !m.is_dir() => Err(format!("{} is not a directory", parent.display())),
+        Ok(m) if !m.is_dir() => Err(DirError::ParentNotADirectory(parent.to_path_buf())),
         Ok(_) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Ok(_) => Err(format!("{}: {error}", dir.display())),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(format!("{}: {e}", parent.display()))
-        }
-        Err(_) => Err(format!(
-            "the directory {} does not exist (the rendezvous directory is made in an existing \
-             one)",
-            parent.display()
-        )),
-    }
-}
-
-/// Why the ranks did not meet; each names the rendezvous.
-#[derive(Debug, thiserror::Error)]
-pub enum RendezvousError {
-    /// A rank number outside the run, or no ranks.
-    #[error("rendezvous {rendezvous}: rank {rank} of {ranks} is not a rank of the run")]
-    NotARank {
-        rendezvous: String,
-        rank: usize,
-        ranks: usize,
-    },
-    /// Some ranks never published their address.
-    #[error(
-        "rendezvous {rendezvous}: {} of {ranks} did not appear within {} s",
-        rank_list(missing),
-        timeout.as_secs_f64()
-    )]
-    Missing {
-        rendezvous: String,
-        missing: Vec<usize>,
-        ranks: usize,
-        timeout: Duration,
-    },
-    /// Rank 0 never answered (not listening, or never sent the table).
-    #[error("rendezvous {rendezvous}: rank 0 {what} within {} s", timeout.as_secs_f64())]
-    NoLeader {
-        rendezvous: String,
-        what: String,
-        timeout: Duration,
-    },
-    /// A rank published something that does not fit this run: another
-    /// rank count (a file of another run), a rank twice, an unreadable
-    /// address.
-    #[error("rendezvous {rendezvous}: {what}")]
-    Mismatch { rendezvous: String, what: String },
-    /// The directory or the socket failed.
-    #[error("rendezvous {rendezvous}: {what}: {source}")]
-    Io {
-        rendezvous: String,
-        what: String,
-        source: std::io::Error,
-    },
-}
-
-/// `rank 2` or `ranks 2, 3`.
-fn rank_list(ranks: &[usize]) -> String {
-    let list: Vec<String> = ranks.iter().map(ToString::to_string).collect();
-    match ranks.len() {
-        1 => format!("rank {}", list[0]),
-        _ => format!("ranks {}", list.join(", ")),
+        Ok(_) => Err(DirError::Io {
+            path: dir.to_path_buf(),
+            source: error,
+        }),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(DirError::Io {
+            path: parent.to_path_buf(),
+            source: e,
+        }),
+        Err(_) => Err(DirError::NoParent(parent.to_path_buf())),
     }
 }
 

@@ -13,9 +13,10 @@ use smtlab_types::Comm;
 
 use crate::clock::now_ns;
 use crate::core::{Core, Waits};
+use crate::error::Stalled;
 use crate::mechanism::{wait_readable, READ_TIMEOUT_SLACK, THREAD_NAP_MS};
 use crate::node::Node;
-use crate::stall::{self, Stalled};
+use crate::stall;
 
 /// Whom the computation waits to hear from, for a rank that waited too
 /// long to name them.

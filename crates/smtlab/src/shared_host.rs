@@ -10,7 +10,7 @@
 //! that nothing is known, and the run goes ahead. `smtlab rank` does not
 //! ask: a DSM job's ranks share hosts by design.
 
-use smtlab_dsm::LauncherRank;
+use smtlab_dsm::{LauncherError, LauncherRank};
 use smtlab_types::SharedHost;
 
 /// Whether this task may measure: `Ok(None)` when it has its host to
@@ -18,7 +18,7 @@ use smtlab_types::SharedHost;
 /// it and `--shared-host` (`allowed`) says so; else the one-line usage
 /// error. `launcher` is what `smtlab_dsm::launcher_from_env` read.
 pub fn check(
-    launcher: Result<Option<LauncherRank>, String>,
+    launcher: Result<Option<LauncherRank>, LauncherError>,
     allowed: bool,
 ) -> Result<Option<SharedHost>, String> {
     let launcher = match launcher {
@@ -87,7 +87,25 @@ mod tests {
         assert_eq!(check(Ok(Some(launcher("Slurm", Some(1)))), false), Ok(None));
         // The launcher does not say: nothing known, nothing refused.
         assert_eq!(check(Ok(Some(launcher("Open MPI", None))), false), Ok(None));
-        assert_eq!(check(Err("SLURM_PROCID=x".into()), false), Ok(None));
+        let unreadable = LauncherError::NotANumber {
+            var: "SLURM_PROCID",
+            value: "x".into(),
+        };
+        assert_eq!(check(Err(unreadable), false), Ok(None));
+    }
+
+    /// A task that may share its host must know how many share it: the
+    /// launcher's unreadable variable is the error, named as it was read.
+    #[test]
+    fn an_unreadable_launcher_variable_is_refused_under_shared_host() {
+        let unreadable = LauncherError::NotANumber {
+            var: "SLURM_PROCID",
+            value: "x".into(),
+        };
+        assert_eq!(
+            check(Err(unreadable), true),
+            Err("--shared-host: SLURM_PROCID=x: expected a number from 0".to_string())
+        );
     }
 
     #[test]
