@@ -15,6 +15,7 @@
 //! server's statistics as JSON}`, and exit 0. Bad input is one line naming
 //! the flag, exit 2.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -27,15 +28,14 @@ use clap::{Args, Subcommand};
 use smtlab_chat::server::{self as chat, ChatConfig};
 use smtlab_execute::watchdog::WatchedDir;
 use smtlab_sys as sys;
-use smtlab_types::{CpuSet, MAX_WORKERS};
+use smtlab_types::{CpuSet, ServerKind, MAX_WORKERS};
 use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_web::params::WebParams;
 use smtlab_web::server::{self as web, Model, ServerConfig};
 
 use crate::exit::usage;
 use crate::flags;
 
-/// Most helper threads `--param helpers=K` takes.
-const MAX_HELPERS: usize = 1024;
 /// How often the foreground loop looks at the SIGINT/SIGTERM flag.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -296,7 +296,9 @@ fn chat_server(a: ChatArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `--param helpers=K`, refused for a model that has no helpers.
+/// `--param helpers=K`, refused for a model that has no helpers; K is
+/// read by the web server's own parameters ([`WebParams`]), as `run -w
+/// web --param helpers=K` reads it, so both take the same values.
 fn helpers(params: &[(String, String)], model: Model) -> anyhow::Result<usize> {
     let mut helpers = 0;
     for (key, value) in params {
@@ -310,16 +312,11 @@ fn helpers(params: &[(String, String)], model: Model) -> anyhow::Result<usize> {
                 "--param helpers={value}: only the event model has helper threads, not {model}"
             )));
         }
-        helpers = value
-            .parse::<usize>()
-            .ok()
-            .filter(|&h| h <= MAX_HELPERS)
-            .ok_or_else(|| {
-                usage(format!(
-                    "--param helpers={value}: expected a number of helper threads from 0 to \
-                     {MAX_HELPERS}"
-                ))
-            })?;
+        let one = BTreeMap::from([(key.clone(), value.clone())]);
+        helpers = WebParams::parse(ServerKind::Web, &one, None)
+            .map_err(usage)?
+            .helpers
+            .unwrap_or(0);
     }
     Ok(helpers)
 }
@@ -511,7 +508,16 @@ mod tests {
         let p = |v: &str| vec![("helpers".to_string(), v.to_string())];
         assert_eq!(helpers(&p("2"), Model::Event).unwrap(), 2);
         assert!(helpers(&p("2"), Model::Thread).is_err());
-        assert!(helpers(&p("x"), Model::Event).is_err());
+        // The web server's own check of helpers=K, word for word as `run
+        // -w web --param helpers=K` refuses it.
+        for bad in ["x", "1025", "-1"] {
+            let e = helpers(&p(bad), Model::Event).unwrap_err().to_string();
+            assert_eq!(e, format!("--param helpers={bad}: expected 0 to 1024"));
+            let one = BTreeMap::from([("helpers".to_string(), bad.to_string())]);
+            let run = WebParams::parse(ServerKind::Web, &one, None).unwrap_err();
+            assert_eq!(e, run.to_string());
+        }
+        assert_eq!(helpers(&p("1024"), Model::Event).unwrap(), 1024);
         assert!(helpers(&[("other".into(), "1".into())], Model::Event).is_err());
         assert_eq!(helpers(&[], Model::Process).unwrap(), 0);
     }
