@@ -29,7 +29,7 @@ pub mod server {
     /// 0..1.
     pub const CLIENT_CPU_SHARE: &str = "client_cpu_share";
     /// 1 when the load generator, not the server, was the bottleneck (its
-    /// CPUs nearly all busy), else 0: the metric is then a lower bound.
+    /// CPUs 90% busy or more), else 0: the metric is then a lower bound.
     pub const CLIENT_BOUND: &str = "client_bound";
     /// 1 when the load generator ran pinned to CPUs the server did not
     /// use, 0 when none was left for it and it shared the server's.
@@ -83,7 +83,7 @@ pub mod web {
     pub const REQUESTS_SENT: &str = "requests_sent";
     /// Requests sent but still unanswered when the window closed, a count.
     pub const REQUESTS_IN_FLIGHT_AT_END: &str = "requests_in_flight_at_end";
-    /// Response bytes received, Mbit/s.
+    /// Bytes received by the load generator over the window, Mbit/s.
     pub const MBIT_PER_S: &str = "mbit_per_s";
     /// Requests the server itself says it served (smtlab's `web`'s stats
     /// line), a count; absent for other servers.
@@ -118,9 +118,10 @@ pub mod chat {
     /// The server's PSS growth from its start to the end of the messages
     /// per connection, KiB.
     pub const SERVER_PSS_KB_PER_CONNECTION: &str = "server_pss_kb_per_connection";
-    /// Median time to connect and join, µs.
+    /// Median time a client took from `connect()` to the end of its JOIN,
+    /// µs.
     pub const CONNECT_P50_US: &str = "connect_p50_us";
-    /// 99th-percentile time to connect and join, µs.
+    /// 99th-percentile time from `connect()` to the end of the JOIN, µs.
     pub const CONNECT_P99_US: &str = "connect_p99_us";
 }
 
