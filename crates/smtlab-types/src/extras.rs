@@ -127,7 +127,7 @@ pub mod chat {
 
 /// What a DSM sample writes (smtlab-dsm's `RunReport::extras`, and
 /// smtlab-execute's `dsm_sample`): each statistic summed over the ranks,
-/// and again per rank under [`rank_key`].
+/// and again per rank under [`dsm::rank_key`].
 pub mod dsm {
     /// Messages sent, a count.
     pub const MESSAGES: &str = "messages";
