@@ -40,7 +40,7 @@ pub struct ChatParams {
 
 /// A chat point's parameter refused; each message names the parameter
 /// (or the server) and says what would be valid.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChatParamError {
     #[error("--workload {server}: not a chat server")]
     NotAChatServer { server: ServerKind },

@@ -35,5 +35,6 @@ pub use report::{RankStats, RunReport, ThreadTime, TimeSplit};
 pub use stall::{on_stall, StallHandler, DEFAULT_STALL_TIMEOUT};
 // The DSM's parameters live below it, where planning checks them too.
 pub use smtlab_dsm_params::{
-    check_params, max_region_pages, region_pages, DsmParams, RanksFrom, MAX_LOSS, MAX_RANKS,
+    check_params, max_region_pages, region_pages, DsmParams, DsmPointParams, RanksFrom, MAX_LOSS,
+    MAX_RANKS,
 };

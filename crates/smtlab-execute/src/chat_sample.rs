@@ -29,26 +29,19 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use smtlab_chat::load::{self as chatload, ChatLoadConfig, ChatLoadReport, Hook};
 use smtlab_chat::ngircd::{self, NgircdConfig};
+use smtlab_chat::params::ChatParams;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_serving::client_cpus;
 use smtlab_sys::ChildEnd;
-use smtlab_types::cpuset::CpuSet;
 use smtlab_types::extras::{self, chat};
-use smtlab_types::{CounterValue, Point, Sample, SampleStatus};
+use smtlab_types::{CounterValue, Outcome, Point, Sample, SampleStatus};
 
 use crate::context::SampleContext;
-use crate::error::{ExecError, ServerParamError};
+use crate::error::ExecError;
 use crate::per_op_counters::counter_extras;
 use crate::server_lifecycle::{self as lifecycle, Running};
 use crate::watchdog::WatchedDir;
 
-/// The chat servers `-w` names.
-pub const CHAT_SERVERS: [&str; 2] = ["chat", "ngircd"];
-/// The parameters a chat point takes (`--param K=V`).
-pub const CHAT_PARAMS: [&str; 4] = ["connections", "room", "messages", "rate"];
-/// Clients in all by default: VolanoMark's 10 rooms of 20.
-pub const DEFAULT_CONNECTIONS: usize = 200;
-pub const DEFAULT_ROOM: usize = 20;
 /// A delivery not made this long after its message was sent is lost.
 const LOSS_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long smtlab's chat server may take to stop after SIGTERM.
@@ -56,89 +49,6 @@ const STOP_LIMIT: Duration = Duration::from_secs(60);
 /// How long ngircd may: its measured phase is over, and with thousands of
 /// clients just gone it may not stop for minutes.
 const NGIRCD_STOP_LIMIT: Duration = Duration::from_secs(5);
-/// Messages sent in all by default (each user sends its share, at least
-/// one): about a second of work at 200 connections, and a sample that
-/// stays short at 10,000.
-pub const DEFAULT_TOTAL_MESSAGES: usize = 20_000;
-
-/// How a chat point is measured, from its `--param`s and `--client-cpus`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatParams {
-    pub connections: usize,
-    pub room: usize,
-    /// Per user; default [`DEFAULT_TOTAL_MESSAGES`] / connections.
-    pub messages: usize,
-    /// Open loop, messages/s in all.
-    pub rate: Option<f64>,
-    pub client_cpus: Option<CpuSet>,
-}
-
-impl ChatParams {
-    pub fn parse(
-        server: &str,
-        params: &BTreeMap<String, String>,
-    ) -> Result<ChatParams, ServerParamError> {
-        if !CHAT_SERVERS.contains(&server) {
-            return Err(ServerParamError::NotAChatServer {
-                server: server.into(),
-            });
-        }
-        let mut connections = DEFAULT_CONNECTIONS;
-        let mut room = DEFAULT_ROOM;
-        let mut messages = None;
-        let mut rate = None;
-        let mut client_cpus = None;
-        let count = |k: &str, v: &str, min: usize, max: usize| match v.parse::<usize>() {
-            Ok(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(ServerParamError::OutOfRange {
-                param: k.into(),
-                value: v.into(),
-                min,
-                max,
-            }),
-        };
-        for (k, v) in params {
-            match k.as_str() {
-                "connections" => connections = count(k, v, 2, chatload::MAX_CONNECTIONS)?,
-                "room" => room = count(k, v, 2, 1000)?,
-                "messages" => messages = Some(count(k, v, 1, 1_000_000_000)?),
-                "rate" => match v.parse::<f64>() {
-                    Ok(r) if r.is_finite() && r > 0.0 && r <= 1e9 => rate = Some(r),
-                    _ => return Err(ServerParamError::Rate { value: v.clone() }),
-                },
-                "client_cpus" => {
-                    let set = CpuSet::parse_list(v)
-                        .ok()
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
-                    client_cpus = Some(set);
-                }
-                _ => {
-                    return Err(ServerParamError::Unknown {
-                        server: server.into(),
-                        param: k.into(),
-                        takes: CHAT_PARAMS.to_vec(),
-                    })
-                }
-            }
-        }
-        if connections % room != 0 {
-            return Err(ServerParamError::RoomsUneven { connections, room });
-        }
-        if server == "ngircd" && room > 1000 {
-            return Err(ServerParamError::RoomTooLarge { room });
-        }
-        let messages = messages.unwrap_or((DEFAULT_TOTAL_MESSAGES / connections).max(1));
-        Ok(ChatParams {
-            connections,
-            room,
-            messages,
-            rate,
-            client_cpus,
-        })
-    }
-}
-
 /// The server at one phase boundary.
 #[derive(Debug, Clone, Default)]
 struct Snapshot {
@@ -215,19 +125,34 @@ fn snapshot(pid: i32, counters: &Mutex<Option<ThreadCounters>>) -> Snapshot {
     }
 }
 
-/// Take one sample of a chat point.
-pub(crate) fn run_inner(
+/// Take one sample of a chat point with its parameters, parsed and checked
+/// when the run was planned.
+pub fn run(
+    point: &Point,
+    p: &ChatParams,
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+) -> Outcome {
+    lifecycle::measure(point, seq, warmup, |server| {
+        run_inner(point, server.as_str(), p, ctx)
+    })
+}
+
+/// One chat sample: the server started and found ready, the load's
+/// message phase measured, the server stopped, the sample judged and
+/// filled; `Ok(None)` when Ctrl-C stopped it.
+fn run_inner(
     point: &Point,
     server: &str,
-    params: &BTreeMap<String, String>,
+    p: &ChatParams,
     ctx: &SampleContext,
 ) -> Result<Option<Sample>, ExecError> {
-    let p = ChatParams::parse(server, params)?;
     // Each connection is a descriptor here and in the server (which
     // inherits the limit): lift the soft limit to the hard one.
     let _ = smtlab_counters::raise_fd_limit();
     let plan = ctx.counters.then(CounterPlan::probe);
-    let (mut running, counters) = start(point, server, &p, ctx, plan.as_ref())?;
+    let (mut running, counters) = start(point, server, p, ctx, plan.as_ref())?;
     let counters = Arc::new(Mutex::new(counters));
     let addr = match lifecycle::wait_ready(&mut running, server, ctx) {
         Ok(Some(a)) => a,
@@ -562,52 +487,9 @@ fn fill(
 
 #[cfg(test)]
 mod tests {
+    use smtlab_types::cpuset::CpuSet;
+
     use super::*;
-
-    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn parameters_are_checked_with_the_name_at_fault() {
-        let p = ChatParams::parse("chat", &params(&[])).unwrap();
-        assert_eq!((p.connections, p.room, p.messages), (200, 20, 100));
-        let p = ChatParams::parse("ngircd", &params(&[("connections", "10000")])).unwrap();
-        assert_eq!(p.messages, 2);
-        let p = ChatParams::parse(
-            "chat",
-            &params(&[
-                ("connections", "40"),
-                ("room", "4"),
-                ("messages", "7"),
-                ("rate", "500"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(
-            (p.connections, p.room, p.messages, p.rate),
-            (40, 4, 7, Some(500.0))
-        );
-        for (kv, flag) in [
-            (("connections", "1"), "--param connections=1"),
-            (
-                ("connections", "30"),
-                "--param connections=30: expected a multiple",
-            ),
-            (("room", "x"), "--param room=x"),
-            (("messages", "0"), "--param messages=0"),
-            (("rate", "nan"), "--param rate=nan"),
-            (("files", "5MB"), "--param files"),
-            (("client_cpus", "x"), "--client-cpus x"),
-        ] {
-            let e = ChatParams::parse("chat", &params(&[kv]))
-                .unwrap_err()
-                .to_string();
-            assert!(e.starts_with(flag), "{e}");
-        }
-    }
 
     #[test]
     fn a_lost_message_or_a_crash_fails_the_sample() {

@@ -1,12 +1,13 @@
 //! What every sample of a run shares ([`SampleContext`]: the smtlab
-//! binary, the allocators' preloads, the timeout, the stop flag), set up
-//! once by the caller. Uses no other module of this crate.
+//! binary, the allocators' preloads, the timeout, the stop flag, the
+//! programs' typed parameters), set up once by the caller. Uses no other module of this crate.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use smtlab_allocators::{Preload, Preloads};
+use smtlab_plan::TypedPrograms;
 use smtlab_types::Point;
 
 /// What every sample of a run shares.
@@ -25,6 +26,9 @@ pub struct SampleContext<'a> {
     pub stop: &'a AtomicBool,
     /// `--metric NAME=REGEX` for user commands.
     pub metric_regex: Option<regex::Regex>,
+    /// The run's programs with their parameters, parsed and checked when
+    /// the run was planned: a sample runs with them as they are.
+    pub programs: TypedPrograms,
 }
 
 impl SampleContext<'_> {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
-use smtlab_dsm::{DsmParams, RunReport};
+use smtlab_dsm::{DsmParams, DsmPointParams, RunReport};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::extras::dsm;
 use smtlab_types::{
@@ -42,8 +42,17 @@ const MEET_TIMEOUT_S: u64 = 60;
 /// first panic's report (see [`RankStderr`]).
 const KEEP_STDERR: usize = 4096;
 
-/// Run one sample of a DSM point.
-pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+/// Run one sample of a DSM point with its parameters, parsed and checked
+/// when the run was planned (the ranks, processes of their own, are handed
+/// the point's text).
+pub fn run(
+    point: &Point,
+    dsm: &DsmPointParams,
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+) -> Outcome {
+    let per_node = dsm.dsm.per_node;
     let Program::Ranks { app, comm, params } = &point.program else {
         unreachable!("dsm_sample::run is only called for DSM points");
     };
@@ -89,7 +98,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         }
         cmd
     };
-    let mut children = match spawn_ranks(point, ctx, command) {
+    let mut children = match spawn_ranks(point, per_node, ctx, command) {
         Ok(c) => c,
         Err(reason) => return failed(SampleStatus::Failed, reason, ResourceUsage::default()),
     };
@@ -123,8 +132,8 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
             .collect::<Vec<_>>(),
     );
     match rank_0_report(ctx, &children, &ended, &stderr, &report_text) {
-        Ok(report) => Outcome::Measured(Box::new(dsm_sample(
-            point, seq, warmup, started_at, &report, usage,
+        Ok(report) => Outcome::Measured(Box::new(sample_of(
+            point, per_node, seq, warmup, started_at, &report, usage,
         ))),
         Err((status, reason)) => failed(status, reason, usage),
     }
@@ -136,6 +145,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 /// and the reason is returned.
 fn spawn_ranks(
     point: &Point,
+    per_node: usize,
     ctx: &SampleContext,
     command: impl Fn(usize) -> Command,
 ) -> Result<Vec<Rank>, String> {
@@ -154,7 +164,8 @@ fn spawn_ranks(
             cmd.env("LD_PRELOAD", &p.library);
             cmd.envs(p.env.iter().map(|(k, v)| (k, v)));
         }
-        let cpus: Option<CpuSet> = rank_cpus(point, rank).map(|c| c.into_iter().collect());
+        let cpus: Option<CpuSet> =
+            rank_cpus(point, per_node, rank).map(|c| c.into_iter().collect());
         let spawned = sys::configure_child(&mut cmd, cpus.as_ref()).and_then(|_| cmd.spawn());
         match spawned {
             Ok(mut child) => {
@@ -379,12 +390,8 @@ fn rank_0_report(
 /// its own (`cpus[rank]`); with two (`per_node=2`), ranks 2k and 2k+1
 /// share node k's two CPUs, as the paper's dual-processor nodes did;
 /// `None` when the point is not pinned.
-pub fn rank_cpus(point: &Point, rank: usize) -> Option<Vec<u32>> {
+pub fn rank_cpus(point: &Point, per_node: usize, rank: usize) -> Option<Vec<u32>> {
     let cpus = point.cpus.as_ref()?;
-    let per_node = match &point.program {
-        Program::Ranks { params, .. } => DsmParams::parse(params).map_or(1, |p| p.per_node),
-        _ => 1,
-    };
     let node = rank / per_node;
     cpus.get(node * per_node..(node + 1) * per_node)
         .map(<[u32]>::to_vec)
@@ -403,6 +410,24 @@ pub fn dsm_sample(
     report: &RunReport,
     usage: ResourceUsage,
 ) -> Sample {
+    // `smtlab rank` records one sample: its point's `per_node`, read here.
+    let per_node = match &point.program {
+        Program::Ranks { params, .. } => DsmParams::parse(params).map_or(1, |p| p.per_node),
+        _ => 1,
+    };
+    sample_of(point, per_node, seq, warmup, started_at, report, usage)
+}
+
+/// [`dsm_sample`] for a point of `per_node` ranks per node.
+fn sample_of(
+    point: &Point,
+    per_node: usize,
+    seq: usize,
+    warmup: bool,
+    started_at: f64,
+    report: &RunReport,
+    usage: ResourceUsage,
+) -> Sample {
     let workers: Vec<WorkerSample> = report
         .per_rank
         .iter()
@@ -413,7 +438,7 @@ pub fn dsm_sample(
             pid: r.pid,
             tid: None,
             // A rank pinned to its node's two CPUs has no one CPU.
-            cpu: rank_cpus(point, r.rank).and_then(|c| match c[..] {
+            cpu: rank_cpus(point, per_node, r.rank).and_then(|c| match c[..] {
                 [one] => Some(one),
                 _ => None,
             }),
@@ -784,12 +809,12 @@ mod tests {
     #[test]
     fn ranks_sit_on_their_nodes_cpus() {
         let p = point("1", Some(vec![4, 5, 6, 7]));
-        assert_eq!(rank_cpus(&p, 2), Some(vec![6]));
+        assert_eq!(rank_cpus(&p, 1, 2), Some(vec![6]));
         let p = point("2", Some(vec![4, 5, 6, 7]));
-        assert_eq!(rank_cpus(&p, 0), Some(vec![4, 5]));
-        assert_eq!(rank_cpus(&p, 1), Some(vec![4, 5]));
-        assert_eq!(rank_cpus(&p, 3), Some(vec![6, 7]));
-        assert_eq!(rank_cpus(&point("2", None), 3), None);
+        assert_eq!(rank_cpus(&p, 2, 0), Some(vec![4, 5]));
+        assert_eq!(rank_cpus(&p, 2, 1), Some(vec![4, 5]));
+        assert_eq!(rank_cpus(&p, 2, 3), Some(vec![6, 7]));
+        assert_eq!(rank_cpus(&point("2", None), 2, 3), None);
     }
 
     #[test]

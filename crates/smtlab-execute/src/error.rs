@@ -1,82 +1,24 @@
-//! Execute's errors: [`ServerParamError`], a server point's `--param` refused
-//! when the run is planned (the CLI makes it a usage error, exit 2), and
-//! [`ExecError`], why a sample could not be taken (recorded as the failed
-//! sample's reason, [`ExecError::reason`]) or why a worker process gave up
-//! (sent to smtlab as its reason). `smtlab pin`'s own errors are in `pin`.
+//! Execute's errors: [`ExecError`], why a sample could not be taken
+//! (recorded as the failed sample's reason, [`ExecError::reason`]) or why
+//! a worker process gave up (sent to smtlab as its reason). `smtlab pin`'s
+//! own errors are in `pin`; a server's or DSM point's parameters are
+//! refused when the run is planned (`smtlab_plan::PlanError`).
 
 use std::io;
 use std::path::PathBuf;
 
 use smtlab_chat::load::ChatLoadError;
-use smtlab_web::fileset::FileSetError;
 use smtlab_web::load::probe::ProbeError;
 use smtlab_web::load::LoadError;
 use smtlab_workloads::WorkloadError;
 
 use crate::pin::LibraryError;
 
-/// A server point's parameter (or `--client-cpus`) refused; each message
-/// names the parameter and its value and says what would be valid.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ServerParamError {
-    /// `servers`: the web servers there are. The tables of servers and
-    /// parameters live with the code that runs them (`server.rs`,
-    /// `chat_sample.rs`), which builds these errors: this file names no
-    /// module that uses it.
-    #[error("--workload {server}: not a web server; web servers: {}", servers.join(", "))]
-    NotAWebServer {
-        server: String,
-        servers: &'static [&'static str],
-    },
-    #[error("--workload {server}: not a chat server")]
-    NotAChatServer { server: String },
-    #[error("--param files={value}: expected a size such as 5MB, 50MB or 500MB")]
-    NotASize { value: String },
-    /// A size the file set cannot be made of (its error says why).
-    #[error("--param files={value}: {error}")]
-    FileSet { value: String, error: FileSetError },
-    /// A count outside `min..=max` (or not a number).
-    #[error("--param {param}={value}: expected {min} to {max}")]
-    OutOfRange {
-        param: String,
-        value: String,
-        min: usize,
-        max: usize,
-    },
-    #[error("--param keepalive={value}: expected 0 or 1")]
-    KeepAlive { value: String },
-    #[error(
-        "--param url={value}: expected a path that starts with / (e.g. /dir00000/class1_0, a 1 \
-         KB file)"
-    )]
-    Url { value: String },
-    #[error("--param rate={value}: expected messages per second, more than 0 and at most 1e9")]
-    Rate { value: String },
-    #[error("--client-cpus {value}: expected a CPU list such as 1 or 2-3")]
-    ClientCpus { value: String },
-    /// A parameter `server` does not take; `takes`: those it does.
-    #[error("--param {param}: `{server}` has no such parameter; it takes {}", takes.join(", "))]
-    Unknown {
-        server: String,
-        param: String,
-        takes: Vec<&'static str>,
-    },
-    #[error(
-        "--param connections={connections}: expected a multiple of room={room} (rooms of {room} \
-         users)"
-    )]
-    RoomsUneven { connections: usize, room: usize },
-    #[error("--param room={room}: at most 1000")]
-    RoomTooLarge { room: usize },
-}
-
 /// Why a sample could not be taken, or a worker process gave up. A
 /// variant with a `source` reads as "doing what" and its source says why
 /// (joined by [`ExecError::reason`]); the others say it all themselves.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    #[error(transparent)]
-    Param(#[from] ServerParamError),
     /// A system call starting a child or its pipes failed.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -248,84 +190,5 @@ mod tests {
             e.reason(),
             "opening the task queue /dev/shm/q: No such file or directory (os error 2)"
         );
-    }
-
-    fn kv(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    /// The CLI prints these as usage errors (exit 2), and tests of the
-    /// CLI match them: each one, word for word.
-    #[test]
-    fn server_param_messages_name_the_parameter_and_what_is_valid() {
-        use crate::chat_sample::ChatParams;
-        use crate::server::ServerParams;
-        let web = |pairs: &[(&str, &str)]| ServerParams::parse("web", &kv(pairs)).unwrap_err();
-        let chat = |pairs: &[(&str, &str)]| ChatParams::parse("chat", &kv(pairs)).unwrap_err();
-        let cases: Vec<(ServerParamError, &str)> = vec![
-            (
-                ServerParams::parse("apache", &kv(&[])).unwrap_err(),
-                "--workload apache: not a web server; web servers: web, nginx",
-            ),
-            (
-                ChatParams::parse("irc", &kv(&[])).unwrap_err(),
-                "--workload irc: not a chat server",
-            ),
-            (
-                web(&[("files", "huge")]),
-                "--param files=huge: expected a size such as 5MB, 50MB or 500MB",
-            ),
-            (
-                web(&[("connections", "0")]),
-                "--param connections=0: expected 1 to 100000",
-            ),
-            (
-                web(&[("keepalive", "maybe")]),
-                "--param keepalive=maybe: expected 0 or 1",
-            ),
-            (
-                web(&[("url", "index.html")]),
-                "--param url=index.html: expected a path that starts with / (e.g. \
-                 /dir00000/class1_0, a 1 KB file)",
-            ),
-            (
-                web(&[("helpers", "2000")]),
-                "--param helpers=2000: expected 0 to 1024",
-            ),
-            (
-                web(&[("client_cpus", "x")]),
-                "--client-cpus x: expected a CPU list such as 1 or 2-3",
-            ),
-            (
-                web(&[("threads", "2")]),
-                "--param threads: `web` has no such parameter; it takes files, connections, \
-                 keepalive, url, helpers",
-            ),
-            (
-                ServerParams::parse("nginx", &kv(&[("helpers", "1")])).unwrap_err(),
-                "--param helpers: `nginx` has no such parameter; it takes files, connections, \
-                 keepalive, url",
-            ),
-            (chat(&[("room", "1")]), "--param room=1: expected 2 to 1000"),
-            (
-                chat(&[("rate", "nan")]),
-                "--param rate=nan: expected messages per second, more than 0 and at most 1e9",
-            ),
-            (
-                chat(&[("files", "5MB")]),
-                "--param files: `chat` has no such parameter; it takes connections, room, \
-                 messages, rate",
-            ),
-            (
-                chat(&[("connections", "30")]),
-                "--param connections=30: expected a multiple of room=20 (rooms of 20 users)",
-            ),
-        ];
-        for (e, want) in cases {
-            assert_eq!(e.to_string(), want, "{e:?}");
-        }
     }
 }

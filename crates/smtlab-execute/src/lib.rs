@@ -24,8 +24,10 @@
 //! reports), [`worker`], then [`builtin`] and [`command`]; [`pin`] is
 //! `smtlab pin` and the library `command` preloads; [`preload_check`]
 //! checks, in a child, that an allocator's library really loads; `error.rs`
-//! holds the errors ([`ServerParamError`], [`ExecError`]). `dispatch.rs` sends a sample to the
-//! module of its program's kind ([`run_sample`]); `sampler.rs` makes a
+//! holds the errors ([`ExecError`]). `dispatch.rs` sends a sample to the
+//! module of its program's kind ([`run_sample`]), a server's or a DSM
+//! point's with the parameters planned for it (`smtlab_plan::TypedPrograms`,
+//! in the context: nothing here parses a `--param`); `sampler.rs` makes a
 //! [`SampleContext`] the engine's `smtlab_measure::Sampler` through it. A
 //! sample's result is `smtlab_types::Outcome`. This root only declares and
 //! re-exports.
@@ -52,10 +54,9 @@ pub mod protocol;
 mod sampler;
 pub mod server;
 mod server_lifecycle;
-pub mod servers;
 pub mod watchdog;
 pub mod worker;
 
 pub use context::SampleContext;
 pub use dispatch::run_sample;
-pub use error::{ExecError, ServerParamError};
+pub use error::ExecError;

@@ -41,142 +41,24 @@ use smtlab_counters::memory::PeakSampler;
 use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_serving::client_cpus;
 use smtlab_sys::ChildEnd;
-use smtlab_types::cpuset::CpuSet;
 use smtlab_types::extras::{self, web};
 use smtlab_types::{Mode, Outcome, Point, Sample, SampleStatus};
-use smtlab_web::fileset::{parse_size, FileSet, DEFAULT_DIRS};
+use smtlab_web::fileset::FileSet;
 use smtlab_web::load::{self, LoadConfig, LoadReport, Urls};
 use smtlab_web::nginx::{self, NginxConfig};
+use smtlab_web::params::WebParams;
 
 use crate::context::SampleContext;
-use crate::error::{ExecError, ServerParamError};
+use crate::error::ExecError;
 use crate::per_op_counters::counter_extras;
 use crate::server_lifecycle::{describe, measure, spawn, stop, wait_answering, Running, POLL};
 use crate::watchdog::WatchedDir;
 
-/// The servers this file measures (the chat servers are `chat_sample`'s).
-pub const WEB_SERVERS: [&str; 2] = ["web", "nginx"];
 /// The window of a server sample without `--duration`, seconds.
 pub const DEFAULT_WINDOW_S: f64 = 1.0;
-/// The parameters a server point takes (`--param K=V`).
-pub const PARAMS: [&str; 5] = ["files", "connections", "keepalive", "url", "helpers"];
 /// Longest wait for one response before the load generator calls it a
 /// timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How a server point is measured, from its `--param`s and
-/// `--client-cpus`, checked when the run is planned.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerParams {
-    /// `files=SIZE`: the file set (default about 51 MB: fits the page cache).
-    pub files: FileSet,
-    /// `connections=C`: the load generator's connections (default: two per
-    /// server worker, so a blocking server always has a request waiting).
-    pub connections: Option<usize>,
-    /// `keepalive=0|1` (default 0: a new connection per request, as
-    /// SPECweb96's HTTP/1.0 clients; with 1 a blocking server keeps a
-    /// worker per connection, so give connections <= workers).
-    pub keep_alive: bool,
-    /// `url=PATH`: ask for this path only (e.g. a 1 KB file:
-    /// `/dir00000/class1_0`) instead of the SPECweb96 mix.
-    pub url: Option<String>,
-    /// `helpers=K`: the `event` model's helper threads (web only).
-    pub helpers: Option<usize>,
-    /// `client_cpus`: where the load generator runs (`--client-cpus`);
-    /// default: the CPUs the server does not use.
-    pub client_cpus: Option<CpuSet>,
-}
-
-impl ServerParams {
-    /// Parse and check a server point's parameters; the message names the
-    /// parameter and what would be valid.
-    pub fn parse(
-        server: &str,
-        params: &BTreeMap<String, String>,
-    ) -> Result<ServerParams, ServerParamError> {
-        if !WEB_SERVERS.contains(&server) {
-            return Err(ServerParamError::NotAWebServer {
-                server: server.into(),
-                servers: &WEB_SERVERS,
-            });
-        }
-        let mut p = ServerParams {
-            files: FileSet::with_dirs(DEFAULT_DIRS).expect("the default file set is valid"),
-            connections: None,
-            keep_alive: false,
-            url: None,
-            helpers: None,
-            client_cpus: None,
-        };
-        for (k, v) in params {
-            match k.as_str() {
-                "files" => {
-                    let bytes = parse_size(v)
-                        .ok_or_else(|| ServerParamError::NotASize { value: v.clone() })?;
-                    p.files = FileSet::with_total_bytes(bytes).map_err(|error| {
-                        ServerParamError::FileSet {
-                            value: v.clone(),
-                            error,
-                        }
-                    })?;
-                }
-                "connections" => match v.parse::<usize>() {
-                    Ok(c) if (1..=load::MAX_CONNECTIONS).contains(&c) => p.connections = Some(c),
-                    _ => {
-                        return Err(ServerParamError::OutOfRange {
-                            param: k.clone(),
-                            value: v.clone(),
-                            min: 1,
-                            max: load::MAX_CONNECTIONS,
-                        })
-                    }
-                },
-                "keepalive" => {
-                    p.keep_alive = match v.as_str() {
-                        "1" | "true" | "on" => true,
-                        "0" | "false" | "off" => false,
-                        _ => return Err(ServerParamError::KeepAlive { value: v.clone() }),
-                    }
-                }
-                "url" => {
-                    let clean = v.starts_with('/')
-                        && !v.chars().any(|c| c.is_whitespace() || c.is_control());
-                    if !clean {
-                        return Err(ServerParamError::Url { value: v.clone() });
-                    }
-                    p.url = Some(v.clone());
-                }
-                "helpers" if server == "web" => match v.parse::<usize>() {
-                    Ok(h) if h <= 1024 => p.helpers = Some(h),
-                    _ => {
-                        return Err(ServerParamError::OutOfRange {
-                            param: k.clone(),
-                            value: v.clone(),
-                            min: 0,
-                            max: 1024,
-                        })
-                    }
-                },
-                "client_cpus" => {
-                    let set = CpuSet::parse_list(v)
-                        .ok()
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| ServerParamError::ClientCpus { value: v.clone() })?;
-                    p.client_cpus = Some(set);
-                }
-                _ => return Err(unknown_web(server, k)),
-            }
-        }
-        Ok(p)
-    }
-
-    /// The load generator's connections for `workers` server workers.
-    pub fn connections_for(&self, workers: usize) -> usize {
-        self.connections
-            .unwrap_or(2 * workers)
-            .min(load::MAX_CONNECTIONS)
-    }
-}
 
 /// Where the file set of `set` is kept between samples and runs.
 pub fn files_dir(set: &FileSet) -> PathBuf {
@@ -190,9 +72,12 @@ pub fn files_dir(set: &FileSet) -> PathBuf {
         .join(format!("dirs{}", set.dirs))
 }
 
-/// Take one sample of a server point.
-pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
-    measure(point, ctx, seq, warmup, run_inner)
+/// Take one sample of a web server point with its parameters, parsed and
+/// checked when the run was planned.
+pub fn run(point: &Point, p: &WebParams, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+    measure(point, seq, warmup, |server| {
+        run_inner(point, server.as_str(), p, ctx)
+    })
 }
 
 /// One web sample: the file set on disk, the server started and found
@@ -201,15 +86,14 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
 fn run_inner(
     point: &Point,
     server: &str,
-    params: &BTreeMap<String, String>,
+    p: &WebParams,
     ctx: &SampleContext,
 ) -> Result<Option<Sample>, ExecError> {
-    let p = ServerParams::parse(server, params)?;
     let window = window(point);
     let root = write_file_set(&p.files)?;
 
     let plan = ctx.counters.then(CounterPlan::probe);
-    let (mut running, mut counters) = start(point, server, &p, &root, ctx, plan.as_ref())?;
+    let (mut running, mut counters) = start(point, server, p, &root, ctx, plan.as_ref())?;
     let sampler = PeakSampler::start(&[running.pid], Duration::from_millis(50), true);
 
     // Ready: an address that answers, or the reason it never did.
@@ -225,7 +109,7 @@ fn run_inner(
         }
     };
 
-    let (config, chosen) = load_config(point, &p, addr, window);
+    let (config, chosen) = load_config(point, p, addr, window);
     let (report, interrupted) = match load_watching_ctrl_c(&running, config, ctx) {
         Ok(r) => r,
         Err(e) => {
@@ -311,12 +195,11 @@ fn with_server_errors(running: Running, e: ExecError) -> ExecError {
 /// use).
 fn load_config(
     point: &Point,
-    p: &ServerParams,
+    p: &WebParams,
     addr: SocketAddr,
     window: Duration,
 ) -> (LoadConfig, client_cpus::ClientCpus) {
-    let given = p.client_cpus.clone();
-    let chosen = client_cpus::choose(addr, given.as_ref());
+    let chosen = client_cpus::choose(addr, p.client_cpus.as_ref());
     let client: Vec<u32> = chosen.cpus();
     let connections = p.connections_for(point.workers);
     let threads = client.len().max(1).min(connections);
@@ -419,7 +302,7 @@ fn conclude(
 fn start(
     point: &Point,
     server: &str,
-    p: &ServerParams,
+    p: &WebParams,
     root: &Path,
     ctx: &SampleContext,
     plan: Option<&CounterPlan>,
@@ -608,80 +491,53 @@ fn fill(
     }
 }
 
-/// The web parameter `param` is not one of `server`'s (`helpers` is
-/// smtlab's own server's only).
-fn unknown_web(server: &str, param: &str) -> ServerParamError {
-    let takes = PARAMS
-        .iter()
-        .copied()
-        .filter(|k| server == "web" || *k != "helpers")
-        .collect();
-    ServerParamError::Unknown {
-        server: server.into(),
-        param: param.into(),
-        takes,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Read;
     use std::time::Instant;
 
-    use smtlab_types::ResourceUsage;
+    use smtlab_types::cpuset::CpuSet;
+    use smtlab_types::{Metric, Model, Program, ResourceUsage, ServerKind, Spawn};
 
     use super::*;
     use crate::server_lifecycle::tests::{context, fake};
 
-    fn params(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
+    /// `--client-cpus 2-3`, parsed once at the command line into a set,
+    /// reaches the load generator as that set: its CPUs, and the reason it
+    /// gives (the CPUs it was given), with no text in between.
     #[test]
-    fn parameters_are_checked_with_the_name_at_fault() {
-        let p = ServerParams::parse("web", &params(&[])).unwrap();
-        assert_eq!(p.files.dirs, DEFAULT_DIRS);
-        assert_eq!(p.connections_for(3), 6);
-        assert!(!p.keep_alive);
-        let p = ServerParams::parse(
-            "web",
-            &params(&[
-                ("files", "5MB"),
-                ("connections", "8"),
-                ("keepalive", "1"),
-                ("url", "/dir00000/class1_0"),
-                ("helpers", "2"),
-                ("client_cpus", "1"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(p.files.dirs, 1);
-        assert_eq!(p.connections_for(3), 8);
-        assert!(p.keep_alive);
-        assert_eq!(p.helpers, Some(2));
-        assert_eq!(p.client_cpus.unwrap().iter().collect::<Vec<_>>(), vec![1]);
-        for (kv, flag) in [
-            (("files", "huge"), "--param files=huge"),
-            (("connections", "0"), "--param connections=0"),
-            (("keepalive", "maybe"), "--param keepalive=maybe"),
-            (("url", "index.html"), "--param url=index.html"),
-            (("client_cpus", "x"), "--client-cpus x"),
-            (("threads", "2"), "--param threads"),
-        ] {
-            let e = ServerParams::parse("web", &params(&[kv]))
-                .unwrap_err()
-                .to_string();
-            assert!(e.starts_with(flag), "{e}");
-            assert!(!e.contains('\n'));
-        }
-        // helpers belong to smtlab's event model, not to nginx.
-        let e = ServerParams::parse("nginx", &params(&[("helpers", "1")]))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no such parameter"), "{e}");
-        assert!(ServerParams::parse("apache", &params(&[])).is_err());
+    fn the_client_cpus_given_are_the_cpus_the_load_generator_runs_on() {
+        let given = CpuSet::parse_list("2-3").unwrap();
+        let program = Program::Server {
+            server: ServerKind::Web,
+            params: Default::default(),
+            client_cpus: Some(given.clone()),
+        };
+        let point = Point {
+            index: 0,
+            program,
+            model: Model::Event,
+            spawn: Spawn::Exec,
+            placement: "compact".into(),
+            workers: 1,
+            cpus: Some(vec![0]),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: Mode::FixedTime { seconds: 1.0 },
+            metric: Metric {
+                name: "requests".into(),
+                unit: "req/s".into(),
+                higher_is_better: true,
+            },
+        };
+        let typed = smtlab_plan::TypedPrograms::of(std::slice::from_ref(&point)).unwrap();
+        let Some(smtlab_plan::ProgramParams::Web(p)) = typed.get(&point.program) else {
+            panic!("a web point plans web parameters");
+        };
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let (config, chosen) = load_config(&point, p, addr, Duration::from_secs(1));
+        assert_eq!(config.cpus, vec![2, 3]);
+        assert_eq!(chosen, client_cpus::ClientCpus::Given(given));
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! Apart from the samples because both kinds share it, while each judges and
 //! fills its own sample.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -25,7 +24,7 @@ use smtlab_counters::perf_counters::{CounterPlan, ThreadCounters};
 use smtlab_counters::rusage::usage_from_wait4;
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{Outcome, Point, Program, ResourceUsage, Sample, SampleStatus};
+use smtlab_types::{Outcome, Point, Program, ResourceUsage, Sample, SampleStatus, ServerKind};
 use smtlab_web::load::probe::{self, ProbeError};
 
 use crate::context::SampleContext;
@@ -43,28 +42,20 @@ pub(crate) const POLL: Duration = Duration::from_millis(20);
 /// died starting); all of them within the start limit.
 const PROBE_ATTEMPT: Duration = Duration::from_secs(2);
 
-/// How one server sample is taken: `Ok(None)` when Ctrl-C stopped it.
-pub(crate) type TakeSample = fn(
-    &Point,
-    &str,
-    &BTreeMap<String, String>,
-    &SampleContext,
-) -> Result<Option<Sample>, ExecError>;
-
-/// One sample of a server point taken by `take`, as an [`Outcome`]: its
+/// One sample of a server point taken by `take` (given the point's
+/// server; `Ok(None)` when Ctrl-C stopped it), as an [`Outcome`]: its
 /// place in the run set, or a failed sample with the error.
 pub(crate) fn measure(
     point: &Point,
-    ctx: &SampleContext,
     seq: usize,
     warmup: bool,
-    take: TakeSample,
+    take: impl FnOnce(ServerKind) -> Result<Option<Sample>, ExecError>,
 ) -> Outcome {
-    let Program::Server { server, params } = &point.program else {
+    let Program::Server { server, .. } = &point.program else {
         unreachable!("server_lifecycle::measure is only called for server points");
     };
     let started_at = sys::unix_now_s();
-    match take(point, server, params, ctx) {
+    match take(*server) {
         Ok(Some(mut s)) => {
             s.seq = seq;
             s.warmup = warmup;
@@ -452,6 +443,7 @@ pub(crate) mod tests {
             counters: false,
             stop,
             metric_regex: None,
+            programs: Default::default(),
         }
     }
 

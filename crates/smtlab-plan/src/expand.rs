@@ -1,11 +1,12 @@
 //! `expand`: a run specification into its points, program x allocator x
 //! model x placement x N, with the checks that need the whole
-//! specification and the machine ([`PlanError`]). Uses no other module of
+//! specification and the machine ([`PlanError`]); the programs'
+//! parameters are checked by `program_params`. Uses no other module of
 //! this crate.
 
 use smtlab_topology::placement::{place, PlacementError};
 use smtlab_topology::Topology;
-use smtlab_types::{Comm, Metric, Mode, Model, Point, Program, RunSpec, Spawn};
+use smtlab_types::{Comm, Metric, Mode, Model, Point, Program, RunSpec, ServerKind, Spawn};
 use smtlab_workloads::TimeMetric;
 
 /// Why a run specification cannot be planned on a machine; every message
@@ -42,7 +43,10 @@ pub enum PlanError {
     ChatModel { model: Model },
     /// A reference server (nginx, ngircd), without `event` among the models.
     #[error("--model: {server} has one architecture ({what}); add event to --model to measure it")]
-    ReferenceModel { server: String, what: &'static str },
+    ReferenceModel {
+        server: ServerKind,
+        what: &'static str,
+    },
     /// A server measured by a count of work rather than over a window.
     #[error("--work: a server is measured over a window of load; use --duration (default {DEFAULT_SERVER_WINDOW_S} s)")]
     ServerWork,
@@ -79,6 +83,22 @@ pub enum PlanError {
          (n=...); drop {flag}"
     )]
     DsmMode { flag: &'static str },
+    /// A built-in workload's parameter: not one of its own, or not of its
+    /// type.
+    #[error(transparent)]
+    WorkloadParam(#[from] smtlab_workloads::ParamError),
+    /// A built-in workload's parameter out of its range.
+    #[error("{error:#} (workload `{workload}`)")]
+    WorkloadCheck {
+        workload: String,
+        error: smtlab_workloads::WorkloadError,
+    },
+    /// A web server's parameter (or `--client-cpus`).
+    #[error(transparent)]
+    WebParams(#[from] smtlab_web::params::WebParamError),
+    /// A chat server's parameter (or `--client-cpus`).
+    #[error(transparent)]
+    ChatParams(#[from] smtlab_chat::params::ChatParamError),
     /// A DSM point's parameters or rank count, as `smtlab_dsm_params::check_params`
     /// words it (naming the parameter).
     #[error("{0}")]
@@ -118,7 +138,7 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
             for &model in &spec.models {
                 // nginx and ngircd have one architecture, planned as
                 // `event`.
-                if matches!(program, Program::Server { server, .. } if reference(server).is_some())
+                if matches!(program, Program::Server { server, .. } if server.is_reference())
                     && model != Model::Event
                 {
                     continue;
@@ -131,17 +151,6 @@ pub fn expand(topo: &Topology, spec: &RunSpec) -> Result<Vec<Point>, PlanError> 
                     for n in counts {
                         if n == 0 {
                             return Err(PlanError::ZeroWorkers);
-                        }
-                        // A DSM point's N is its ranks, which its
-                        // parameters must fit (per_node=2: whole nodes).
-                        if let Program::Ranks { app, params, .. } = program {
-                            smtlab_dsm_params::check_params(
-                                app,
-                                params,
-                                n,
-                                smtlab_dsm_params::RanksFrom::Threads,
-                            )
-                            .map_err(PlanError::DsmParams)?;
                         }
                         let placed = place(topo, &placement.policy, n)?;
                         points.push(Point {
@@ -210,11 +219,11 @@ fn with_ranks(spec: &RunSpec) -> Result<Vec<Program>, PlanError> {
 }
 
 /// The one architecture of a reference server, planned as `event`.
-fn reference(server: &str) -> Option<&'static str> {
+fn reference(server: ServerKind) -> Option<&'static str> {
     match server {
-        "nginx" => Some("N worker processes each running an event loop"),
-        "ngircd" => Some("one process, one thread, one event loop"),
-        _ => None,
+        ServerKind::Nginx => Some("N worker processes each running an event loop"),
+        ServerKind::Ngircd => Some("one process, one thread, one event loop"),
+        ServerKind::Web | ServerKind::Chat => None,
     }
 }
 
@@ -224,17 +233,20 @@ fn reference(server: &str) -> Option<&'static str> {
 /// ngircd one (`event`).
 fn check_models(program: &Program, models: &[Model]) -> Result<(), PlanError> {
     match program {
-        Program::Server { server, .. } if reference(server).is_some() => {
+        Program::Server { server, .. } if server.is_reference() => {
             if models.contains(&Model::Event) {
                 Ok(())
             } else {
                 Err(PlanError::ReferenceModel {
-                    server: server.clone(),
-                    what: reference(server).unwrap_or_default(),
+                    server: *server,
+                    what: reference(*server).unwrap_or_default(),
                 })
             }
         }
-        Program::Server { server, .. } if server == "chat" => match models
+        Program::Server {
+            server: ServerKind::Chat,
+            ..
+        } => match models
             .iter()
             .find(|m| !matches!(m, Model::Thread2 | Model::Thread | Model::Event))
         {
@@ -370,7 +382,7 @@ pub fn program_metric(program: &Program, mode: Mode) -> Metric {
             }
         }
         // VolanoMark's score: messages delivered (to each member) per second.
-        (Program::Server { server, .. }, _) if server == "chat" || server == "ngircd" => Metric {
+        (Program::Server { server, .. }, _) if server.is_chat() => Metric {
             name: "messages".into(),
             unit: "msg/s".into(),
             higher_is_better: true,
@@ -457,8 +469,9 @@ mod tests {
 
     fn server(name: &str) -> Program {
         Program::Server {
-            server: name.into(),
+            server: ServerKind::from_name(name).unwrap(),
             params: Default::default(),
+            client_cpus: None,
         }
     }
 
@@ -663,13 +676,16 @@ mod tests {
             ),
             "{e}"
         );
-        let e = expand(&topo, &dsm("sor", &[], vec![], vec![1])).unwrap_err();
+        let e = crate::plan::plan(&topo, &dsm("sor", &[], vec![], vec![1])).unwrap_err();
         assert!(e.to_string().starts_with("--threads 1: "), "{e}");
-        let e = expand(&topo, &dsm("sor", &[("loss", "2")], vec![], vec![2])).unwrap_err();
+        // The parameters and each rank count, when the plan's programs are
+        // typed (`program_params`).
+        let plan = |s: &RunSpec| crate::plan::plan(&topo, s).unwrap_err();
+        let e = plan(&dsm("sor", &[("loss", "2")], vec![], vec![2]));
         assert!(e.to_string().starts_with("--param loss=2: "), "{e}");
-        let e = expand(&topo, &dsm("sor", &[("per_node", "3")], vec![], vec![2])).unwrap_err();
+        let e = plan(&dsm("sor", &[("per_node", "3")], vec![], vec![2]));
         assert!(e.to_string().starts_with("--param per_node=3: "), "{e}");
-        let e = expand(&topo, &dsm("sor", &[("per_node", "2")], vec![], vec![2, 3])).unwrap_err();
+        let e = plan(&dsm("sor", &[("per_node", "2")], vec![], vec![2, 3]));
         assert!(e.to_string().starts_with("--threads 3: "), "{e}");
         let mut s = dsm("sor", &[], vec![], vec![2]);
         s.mode = Some(Mode::FixedWork { work: 3 });

@@ -20,8 +20,10 @@ const GROUP: &str = "chat servers";
 fn series(p: &PointData) -> Option<(String, f64)> {
     let pt = &p.summary.point;
     let (name, params) = match &pt.program {
-        Program::Server { server, params } if server == "chat" => (pt.model.to_string(), params),
-        Program::Server { server, params } if server == "ngircd" => ("ngircd".into(), params),
+        Program::Server { server, params, .. } if server == "chat" => {
+            (pt.model.to_string(), params)
+        }
+        Program::Server { server, params, .. } if server == "ngircd" => ("ngircd".into(), params),
         _ => return None,
     };
     let c = params.get("connections")?.parse().ok()?;

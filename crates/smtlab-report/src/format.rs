@@ -66,21 +66,21 @@ pub(crate) fn shell_line(args: &[String]) -> String {
         .join(" ")
 }
 
+/// `name k=v k=v...`, the parameters in their order.
+fn with_params(name: &str, params: &std::collections::BTreeMap<String, String>) -> String {
+    let mut s = name.to_string();
+    for (k, v) in params {
+        write!(s, " {k}={v}").ok();
+    }
+    s
+}
+
 pub(crate) fn program_spec(p: &Program) -> String {
     match p {
-        Program::Builtin {
-            workload: name,
-            params,
-        }
-        | Program::Server {
-            server: name,
-            params,
-        } => {
-            let mut s = name.clone();
-            for (k, v) in params {
-                write!(s, " {k}={v}").ok();
-            }
-            s
+        Program::Builtin { workload, params } => with_params(workload, params),
+        // As stored: `client_cpus` among the parameters.
+        Program::Server { server, .. } => {
+            with_params(server.as_str(), &p.stored_params().unwrap_or_default())
         }
         Program::Command { template } => template.clone(),
         Program::CoRun { .. } => p.label(),

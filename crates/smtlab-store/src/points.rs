@@ -24,9 +24,11 @@ impl Store {
             ),
             Program::Command { template } => (None, None, Some(template.as_str())),
             // A server stores as the workload it is (`web`, `nginx`).
-            Program::Server { server, params } => (
+            // Its parameters as they always were stored, `client_cpus`
+            // among them.
+            Program::Server { server, .. } => (
                 Some(server.as_str()),
-                Some(self.to_json(params, "server parameters")?),
+                Some(self.to_json(&p.program.stored_params(), "server parameters")?),
                 None,
             ),
             // The parts are in `point_json`; the columns name the co-run.

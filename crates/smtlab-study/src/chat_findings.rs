@@ -347,8 +347,9 @@ mod tests {
         Point {
             index,
             program: Program::Server {
-                server: server.into(),
+                server: smtlab_types::ServerKind::from_name(server).expect("a server"),
                 params: [("connections".to_string(), connections.to_string())].into(),
+                client_cpus: None,
             },
             model,
             spawn: Spawn::Exec,

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use smtlab_plan::{expand, PlanError};
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{Model, Point, Program, RunSpec, StudyKind, StudyMeta};
+use smtlab_types::{Model, Point, Program, RunSpec, ServerKind, StudyKind, StudyMeta};
 
 use crate::client_cpus::{client_cpus, give_client_cpus, shared_core_limit};
 use crate::error::NgircdMissing;
@@ -74,6 +74,8 @@ pub type NgircdHere = Result<(), NgircdMissing>;
 pub struct ChatAsk {
     /// `--param` and `--client-cpus`, on every server of the sweep.
     pub given: BTreeMap<String, String>,
+    /// `--client-cpus`.
+    pub given_cpus: Option<CpuSet>,
     pub models: Option<Vec<Model>>,
     pub threads: Option<Vec<usize>>,
     /// `--connections`.
@@ -90,6 +92,7 @@ pub fn plan_chat(
 ) -> Result<(RunSpec, Vec<Point>), PlanError> {
     let ChatAsk {
         given,
+        given_cpus,
         models,
         threads,
         connections,
@@ -110,7 +113,7 @@ pub fn plan_chat(
     let wanted = connections.unwrap_or_else(|| CONNECTIONS.to_vec());
     let counts = within_open_files(&wanted, limits, &mut study_limits);
     let with_ngircd = ngircd.is_ok() && models.contains(&Model::Event);
-    let programs = servers(&counts, &given, &client, with_ngircd);
+    let programs = servers(&counts, (&given, given_cpus.as_ref()), &client, with_ngircd);
     ngircd_sentences(&ngircd, &models, &counts, &mut study_limits, &mut notes);
     let threads = threads.unwrap_or_else(|| vec![1]);
     let spec = RunSpec {
@@ -165,27 +168,30 @@ fn within_open_files(
 }
 
 /// smtlab's chat server at every count, and ngircd beside it when
-/// `with_ngircd`; each with the user's parameters and the client CPUs.
+/// `with_ngircd`; each with the user's parameters and `--client-cpus`
+/// (`given`), else the client CPUs.
 fn servers(
     counts: &[usize],
-    given: &BTreeMap<String, String>,
+    given: (&BTreeMap<String, String>, Option<&CpuSet>),
     client: &CpuSet,
     with_ngircd: bool,
 ) -> Vec<Program> {
-    let server = |name: &str, c: usize| {
-        let mut params = given.clone();
+    let server = |server: ServerKind, c: usize| {
+        let mut params = given.0.clone();
         params.insert("connections".to_string(), c.to_string());
-        give_client_cpus(&mut params, client);
-        Program::Server {
-            server: name.to_string(),
+        let mut program = Program::Server {
+            server,
             params,
-        }
+            client_cpus: given.1.cloned(),
+        };
+        give_client_cpus(&mut program, client);
+        program
     };
     let mut programs = Vec::new();
     for &c in counts {
-        programs.push(server("chat", c));
+        programs.push(server(ServerKind::Chat, c));
         if with_ngircd {
-            programs.push(server("ngircd", c));
+            programs.push(server(ServerKind::Ngircd, c));
         }
     }
     programs

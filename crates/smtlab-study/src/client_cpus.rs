@@ -4,10 +4,9 @@
 //! take turns on a CPU. What both studies say about it, and how each
 //! server point is given those CPUs, is here, written once.
 
-use std::collections::BTreeMap;
-
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::CpuSet;
+use smtlab_types::{Program, CLIENT_CPUS_PARAM};
 
 /// The CPUs that drive the load: every usable PU of the last quarter of
 /// the usable cores (at least one core), or none on a one-core machine.
@@ -37,9 +36,17 @@ pub(crate) fn shared_core_limit() -> String {
 }
 
 /// Give a server point's load generator the study's client CPUs, unless
-/// the user chose others (`--client-cpus`) or there are none.
-pub(crate) fn give_client_cpus(params: &mut BTreeMap<String, String>, client: &CpuSet) {
-    if !client.is_empty() && !params.contains_key("client_cpus") {
-        params.insert("client_cpus".to_string(), client.to_string());
+/// the user chose others (`--client-cpus`, or a `client_cpus` parameter)
+/// or there are none.
+pub(crate) fn give_client_cpus(program: &mut Program, client: &CpuSet) {
+    if let Program::Server {
+        params,
+        client_cpus,
+        ..
+    } = program
+    {
+        if !client.is_empty() && client_cpus.is_none() && !params.contains_key(CLIENT_CPUS_PARAM) {
+            *client_cpus = Some(client.clone());
+        }
     }
 }

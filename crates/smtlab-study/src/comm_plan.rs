@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use smtlab_plan::{expand, PlanError};
+use smtlab_plan::{plan, PlanError, TypedPrograms};
 use smtlab_topology::Topology;
 use smtlab_types::{Comm, Model, Point, Program, RunSpec, StudyKind, StudyMeta};
 
@@ -54,7 +54,7 @@ pub fn study_sizes(app: &str) -> &'static [(&'static str, &'static str)] {
 
 /// The parameters each application takes, so that a `--param` goes to the
 /// applications it means something to (`n` to SOR and LU, `cities` to
-/// TSP); the values are checked by `plan::expand` with each rank count.
+/// TSP); the values are checked by `smtlab_plan::plan` with each rank count.
 const APP_PARAMS: [(&str, &[&str]); 3] = [
     ("sor", &["n", "iterations"]),
     ("lu", &["n", "block", "seed"]),
@@ -168,7 +168,7 @@ pub fn plan_comm(
     topo: &Topology,
     base: RunSpec,
     ask: CommAsk,
-) -> Result<(RunSpec, Vec<Point>), CommPlanError> {
+) -> Result<(RunSpec, Vec<Point>, TypedPrograms), CommPlanError> {
     let CommAsk {
         apps,
         comms,
@@ -237,6 +237,7 @@ pub fn plan_comm(
         (2, "scatter", &beyond),
     ];
     let mut points = Vec::new();
+    let mut programs = TypedPrograms::default();
     let mut placements: Vec<String> = Vec::new();
     for (per_node, placement, threads) in parts {
         if threads.is_empty() {
@@ -248,7 +249,9 @@ pub fn plan_comm(
             threads: threads.to_vec(),
             ..spec.clone()
         };
-        points.extend(expand(topo, &part)?);
+        let planned = plan(topo, &part)?;
+        points.extend(planned.points);
+        programs.extend(planned.programs);
         if !placements.iter().any(|p| p == placement) {
             placements.push(placement.to_string());
         }
@@ -284,7 +287,7 @@ pub fn plan_comm(
         }),
         ..spec
     };
-    Ok((spec, points))
+    Ok((spec, points, programs))
 }
 
 /// How two ranks per node find their node's two CPUs on a machine.
@@ -576,7 +579,7 @@ mod tests {
     #[test]
     fn two_cpus_plan_sixty_points_and_say_what_they_cannot_show() {
         let topo = smtlab_topology::synthetic::parse("core:2 pu:1").unwrap();
-        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        let (spec, points, _) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
         // 5 mechanisms x 3 applications x (2 and 4 ranks) x (1 and 2 per node).
         assert_eq!(points.len(), 60);
         assert_eq!(spec.threads, [2, 4]);
@@ -631,7 +634,7 @@ mod tests {
     #[test]
     fn a_sixteen_cpu_machine_gets_the_papers_eight_and_sixteen_ranks() {
         let topo = smtlab_topology::synthetic::parse("package:2 core:8 pu:1").unwrap();
-        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        let (spec, points, _) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
         assert_eq!(spec.threads, [2, 4, 8, 16]);
         assert!(points
             .iter()
@@ -668,7 +671,7 @@ mod tests {
             comms: Some(vec![Comm::Sigio]),
             ..CommAsk::default()
         };
-        let (spec, points) = plan_comm(topo, base(), ask).unwrap();
+        let (spec, points, _) = plan_comm(topo, base(), ask).unwrap();
         let nodes = points
             .iter()
             .filter(|p| per_node_of(p) == 2)
@@ -714,7 +717,7 @@ mod tests {
         assert!(!note.contains("cores 2k and 2k+1"), "{note}");
         assert!(!note.contains("scatter order"), "{note}");
         // One rank per CPU is unchanged.
-        let (spec, points) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
+        let (spec, points, _) = plan_comm(&topo, base(), CommAsk::default()).unwrap();
         assert!(points
             .iter()
             .filter(|p| per_node_of(p) == 1)
@@ -814,7 +817,7 @@ mod tests {
             threads: Some(vec![2]),
             given: [("n".to_string(), "64".to_string())].into(),
         };
-        let (_, points) = plan_comm(&topo, base(), ask.clone()).unwrap();
+        let (_, points, _) = plan_comm(&topo, base(), ask.clone()).unwrap();
         assert_eq!(points.len(), 2 * 2 * 2);
         for p in &points {
             let Program::Ranks { app, params, .. } = &p.program else {

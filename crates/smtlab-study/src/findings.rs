@@ -587,8 +587,9 @@ mod tests {
             .map(|(i, connections)| {
                 let mut p = point(i, Model::Event, "compact", &[0]);
                 p.program = Program::Server {
-                    server: "chat".into(),
+                    server: smtlab_types::ServerKind::Chat,
                     params: [("connections".to_string(), connections.to_string())].into(),
+                    client_cpus: None,
                 };
                 data(p, &around(18_000.0, 0.02, 5))
             })

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use smtlab_allocators::{self as allocator, Allocator, AllocatorError};
-use smtlab_plan::{expand, PlanError};
+use smtlab_plan::{expand, PlanError, TypedPrograms};
 use smtlab_topology::placement::place;
 use smtlab_topology::Topology;
 use smtlab_types::{
@@ -194,6 +194,9 @@ pub struct StudyPlan {
     pub spec: RunSpec,
     pub points: Vec<Point>,
     pub allocators: Vec<Allocator>,
+    /// Every program's parameters, parsed and checked once, which the
+    /// samples run with.
+    pub programs: TypedPrograms,
 }
 
 /// The allocation benchmarks of the alloc study (besides jbb).
@@ -333,6 +336,7 @@ pub fn plan(
     });
     let points = expand(topo, &spec)?;
     Ok(StudyPlan {
+        programs: TypedPrograms::of(&points)?,
         spec,
         points,
         allocators,
@@ -496,6 +500,7 @@ fn plan_web_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Study
     base.programs = req.programs.clone();
     let (spec, points) = crate::web_plan::plan_web(topo, base, req.models, req.threads, nginx)?;
     Ok(StudyPlan {
+        programs: TypedPrograms::of(&points)?,
         spec,
         points,
         allocators,
@@ -506,16 +511,21 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
     let ngircd = NgircdMissing::here();
     let (allocators, base) = server_study_base(StudyKind::Chat, &req);
     // The user's --param and --client-cpus, on every server of the sweep.
-    let given: BTreeMap<String, String> = req
+    let (given, given_cpus) = req
         .programs
         .iter()
         .find_map(|p| match p {
-            Program::Server { params, .. } => Some(params.clone()),
+            Program::Server {
+                params,
+                client_cpus,
+                ..
+            } => Some((params.clone(), client_cpus.clone())),
             _ => None,
         })
         .unwrap_or_default();
     let ask = crate::chat_plan::ChatAsk {
         given,
+        given_cpus,
         models: req.models,
         threads: req.threads,
         connections: req.connections,
@@ -523,6 +533,7 @@ fn plan_chat_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
     let (spec, points) =
         crate::chat_plan::plan_chat(topo, base, ask, ngircd, crate::chat_plan::Limits::here())?;
     Ok(StudyPlan {
+        programs: TypedPrograms::of(&points)?,
         spec,
         points,
         allocators,
@@ -553,11 +564,14 @@ fn plan_comm_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stud
         threads: req.threads,
         given,
     };
-    let (spec, points) = crate::comm_plan::plan_comm(topo, base, ask)?;
+    // Planned with their parameters: a study's DSM parameters are
+    // refused in its own words.
+    let (spec, points, programs) = crate::comm_plan::plan_comm(topo, base, ask)?;
     Ok(StudyPlan {
         spec,
         points,
         allocators,
+        programs,
     })
 }
 
@@ -634,6 +648,7 @@ fn plan_pairs_study(topo: &Topology, req: StudyRequest) -> Result<StudyPlan, Stu
         .into());
     }
     Ok(StudyPlan {
+        programs: TypedPrograms::of(&pairs.points)?,
         spec,
         points: pairs.points,
         allocators: glibc_only(),

@@ -25,7 +25,7 @@ pub struct WebFindings {
 /// The name of a server point (`web` or `nginx`), `None` for any other.
 fn server_of(p: &PointData) -> Option<&str> {
     match &p.summary.point.program {
-        Program::Server { server, .. } => Some(server),
+        Program::Server { server, .. } => Some(server.as_str()),
         _ => None,
     }
 }
@@ -566,8 +566,9 @@ mod tests {
         Point {
             index,
             program: Program::Server {
-                server: server.into(),
+                server: smtlab_types::ServerKind::from_name(server).expect("a server"),
                 params: Default::default(),
+                client_cpus: None,
             },
             model,
             spawn: Spawn::Exec,

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use smtlab_plan::{expand, PlanError};
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::CpuSet;
-use smtlab_types::{Model, Point, Program, RunSpec, StudyKind, StudyMeta};
+use smtlab_types::{Model, Point, Program, RunSpec, ServerKind, StudyKind, StudyMeta};
 
 pub use crate::client_cpus::client_cpus;
 use crate::client_cpus::{give_client_cpus, shared_core_limit};
@@ -187,18 +187,19 @@ fn servers(
     limits: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) -> Vec<Program> {
-    let server = |name: &str| Program::Server {
-        server: name.to_string(),
+    let server = |server: ServerKind| Program::Server {
+        server,
         params: BTreeMap::new(),
+        client_cpus: None,
     };
     let has_nginx = given
         .iter()
         .any(|p| matches!(p, Program::Server { server, .. } if server == "nginx"));
     let mut programs = given.to_vec();
     if programs.is_empty() {
-        programs.push(server("web"));
+        programs.push(server(ServerKind::Web));
         if nginx.is_ok() && models.contains(&Model::Event) {
-            programs.push(server("nginx"));
+            programs.push(server(ServerKind::Nginx));
         } else if nginx.is_ok() {
             notes.push(
                 "nginx (one architecture: worker processes each running an event loop) is \
@@ -211,9 +212,7 @@ fn servers(
         limits.push(format!("nginx is not measured: {why}."));
     }
     for p in &mut programs {
-        if let Program::Server { params, .. } = p {
-            give_client_cpus(params, client);
-        }
+        give_client_cpus(p, client);
     }
     programs
 }

@@ -44,8 +44,8 @@ pub use comm::{Comm, CommError};
 pub use cpuset::{CpuSet, CpuSetError};
 pub use outcome::Outcome;
 pub use point::{
-    CoPart, Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError, MAX_WORKERS,
-    VARIANT_PARAMS,
+    CoPart, Metric, Mode, Model, ModelError, Point, Program, Spawn, SpawnError,
+    StoredClientCpusError, MAX_WORKERS, VARIANT_PARAMS,
 };
 pub use policy::{Policy, PolicyError, PolicySpec};
 pub use run::{HostFacts, RunRecord, RunStatus, RunSummary, SharedHost};

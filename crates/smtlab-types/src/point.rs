@@ -9,6 +9,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::comm::Comm;
+use crate::cpuset::CpuSet;
+use crate::server_kind::{ServerKind, CLIENT_CPUS_PARAM};
 
 /// The most workers a point may have: as many as the highest CPU number
 /// smtlab accepts (`cpuset::MAX_CPU`), the same bound `--threads` has; a
@@ -166,9 +168,9 @@ pub enum Mode {
     FixedWork { work: u64 },
 }
 
-/// What runs.
+/// What runs. Stored as [`ProgramRecord`], the form it always had.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(into = "ProgramRecord", try_from = "ProgramRecord")]
 pub enum Program {
     /// A built-in workload with its parameters (`--param k=v`).
     Builtin {
@@ -186,10 +188,16 @@ pub enum Program {
     /// the server's workers run on the point's CPUs, the load generator on
     /// others; the metric is requests per second.
     Server {
-        /// `web` (smtlab's own, in the point's model) or `nginx` (Debian's,
-        /// the reference).
-        server: String,
+        /// `web`, `chat` (smtlab's own, in the point's model), `nginx` or
+        /// `ngircd` (Debian's, the references).
+        server: ServerKind,
+        /// The server's `--param`s, as given (checked when the run is
+        /// planned, into the server's own typed parameters).
         params: BTreeMap<String, String>,
+        /// `--client-cpus` (or the study's choice): the load generator's
+        /// CPUs; `None`: those the server does not use. Stored in `params`
+        /// as [`CLIENT_CPUS_PARAM`], where it always was.
+        client_cpus: Option<CpuSet>,
     },
     /// A software-DSM application (`-w sor`, `lu`, `tsp`) run by N ranks
     /// (processes, the point's workers) that notice each other's requests
@@ -238,13 +246,13 @@ impl Program {
             }
             // A chat server at another connection count is another
             // program: `chat connections=200`.
-            Program::Server { server, params } if server == "chat" || server == "ngircd" => {
+            Program::Server { server, params, .. } if server.is_chat() => {
                 match params.get("connections") {
                     Some(c) => format!("{server} connections={c}"),
-                    None => server.clone(),
+                    None => server.to_string(),
                 }
             }
-            Program::Server { server, .. } => server.clone(),
+            Program::Server { server, .. } => server.to_string(),
             // Each mechanism is its own series: `sor thr2`; ranks sharing
             // a node's CPUs are another program: `sor thr2 per_node=2`.
             Program::Ranks { app, comm, params } => match params.get("per_node") {
@@ -271,6 +279,99 @@ impl Program {
                     .collect::<Vec<_>>()
                     .join(" | ")
             }
+        }
+    }
+}
+
+/// A program as stored (in a point's and a run's JSON): a server's
+/// `client_cpus` is one of its parameters, as text. [`Program`] holds it
+/// as a [`CpuSet`]; the conversions keep stored points and runs byte for
+/// byte what they were, and old stores readable.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+enum ProgramRecord {
+    Builtin {
+        workload: String,
+        params: BTreeMap<String, String>,
+    },
+    Command {
+        template: String,
+    },
+    CoRun {
+        parts: Vec<CoPart>,
+    },
+    Server {
+        server: ServerKind,
+        params: BTreeMap<String, String>,
+    },
+    Ranks {
+        app: String,
+        comm: Comm,
+        params: BTreeMap<String, String>,
+    },
+}
+
+impl From<Program> for ProgramRecord {
+    fn from(p: Program) -> Self {
+        match p {
+            Program::Builtin { workload, params } => ProgramRecord::Builtin { workload, params },
+            Program::Command { template } => ProgramRecord::Command { template },
+            Program::CoRun { parts } => ProgramRecord::CoRun { parts },
+            Program::Server {
+                server,
+                mut params,
+                client_cpus,
+            } => {
+                if let Some(set) = client_cpus {
+                    params.insert(CLIENT_CPUS_PARAM.to_string(), set.to_string());
+                }
+                ProgramRecord::Server { server, params }
+            }
+            Program::Ranks { app, comm, params } => ProgramRecord::Ranks { app, comm, params },
+        }
+    }
+}
+
+/// A stored `client_cpus` that is not a CPU list (no store smtlab wrote
+/// holds one: it wrote the list it had checked).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a stored server's client_cpus `{0}` is not a CPU list")]
+pub struct StoredClientCpusError(String);
+
+impl TryFrom<ProgramRecord> for Program {
+    type Error = StoredClientCpusError;
+    fn try_from(r: ProgramRecord) -> Result<Self, Self::Error> {
+        Ok(match r {
+            ProgramRecord::Builtin { workload, params } => Program::Builtin { workload, params },
+            ProgramRecord::Command { template } => Program::Command { template },
+            ProgramRecord::CoRun { parts } => Program::CoRun { parts },
+            ProgramRecord::Server { server, mut params } => {
+                let client_cpus = match params.remove(CLIENT_CPUS_PARAM) {
+                    Some(text) => {
+                        Some(CpuSet::parse_list(&text).map_err(|_| StoredClientCpusError(text))?)
+                    }
+                    None => None,
+                };
+                Program::Server {
+                    server,
+                    params,
+                    client_cpus,
+                }
+            }
+            ProgramRecord::Ranks { app, comm, params } => Program::Ranks { app, comm, params },
+        })
+    }
+}
+
+impl Program {
+    /// The parameters as the store keeps them (a server's with its
+    /// `client_cpus`); `None` for a program without parameters.
+    pub fn stored_params(&self) -> Option<BTreeMap<String, String>> {
+        match ProgramRecord::from(self.clone()) {
+            ProgramRecord::Builtin { params, .. }
+            | ProgramRecord::Server { params, .. }
+            | ProgramRecord::Ranks { params, .. } => Some(params),
+            ProgramRecord::Command { .. } | ProgramRecord::CoRun { .. } => None,
         }
     }
 }

@@ -56,7 +56,7 @@ pub struct FileSet {
     pub files: Vec<FileSpec>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum FileSetError {
     #[error("file set size {bytes} bytes: at least one directory ({DIR_BYTES} bytes) and at most {MAX_DIRS} directories")]
     Size { bytes: u64 },

@@ -43,7 +43,7 @@ pub struct WebParams {
 
 /// A web server point's parameter refused; each message names the
 /// parameter (or the server) and says what would be valid.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WebParamError {
     #[error("--workload {server}: not a web server; web servers: {}", servers.map(|s| s.as_str()).join(", "))]
     NotAWebServer {

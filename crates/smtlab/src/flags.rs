@@ -16,11 +16,10 @@ use std::str::FromStr;
 use clap::builder::{PossibleValue, TypedValueParser};
 use smtlab_allocators::Allocator;
 use smtlab_dsm_apps::APPS;
-use smtlab_execute::servers::SERVERS;
 use smtlab_study::pairs_plan::Share;
 use smtlab_topology::Topology;
 use smtlab_types::cpuset::{CpuSet, CpuSetError, MAX_CPU};
-use smtlab_types::{Comm, MetricRegex, Policy, PolicySpec, Spawn, MAX_WORKERS};
+use smtlab_types::{Comm, MetricRegex, Policy, PolicySpec, ServerKind, Spawn, MAX_WORKERS};
 use smtlab_web::fileset::{parse_size, FileSet};
 use smtlab_workloads as workload;
 
@@ -43,13 +42,13 @@ fn bad(message: String) -> BadValue {
 /// `-w NAME`: a built-in workload, a server or a DSM application.
 pub fn workload(text: &str) -> Result<String, BadValue> {
     let w = text.trim();
-    if workload::builtin(w).is_some() || SERVERS.contains(&w) || APPS.contains(&w) {
+    if workload::builtin(w).is_some() || ServerKind::from_name(w).is_some() || APPS.contains(&w) {
         return Ok(w.to_string());
     }
     Err(bad(format!(
         "--workload {w}: no such workload; built in: {}; servers: {}; DSM applications: {}",
         workload::builtin_names().join(", "),
-        SERVERS.join(", "),
+        ServerKind::ALL.map(ServerKind::as_str).join(", "),
         APPS.join(", ")
     )))
 }
@@ -115,8 +114,8 @@ pub fn file_set(text: &str) -> Result<FileSet, BadValue> {
 
 /// `--client-cpus LIST`: a CPU list of CPUs this process may run on (the
 /// load generator runs here: a CPU it cannot use would fail every sample
-/// of the run, one by one), kept in its canonical form.
-pub fn client_cpus(text: &str) -> Result<String, BadValue> {
+/// of the run, one by one); the set is what the load generator gets.
+pub fn client_cpus(text: &str) -> Result<CpuSet, BadValue> {
     let set = cpu_list("--client-cpus", text).map_err(bad)?;
     if let Ok(allowed) = smtlab_sys::current_affinity() {
         if let Some(cpu) = set.difference(&allowed).first() {
@@ -126,7 +125,7 @@ pub fn client_cpus(text: &str) -> Result<String, BadValue> {
             )));
         }
     }
-    Ok(set.to_string())
+    Ok(set)
 }
 
 /// `--param KEY=VALUE`; whether the workload has such a parameter is

@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use smtlab_execute::servers::{check_params, SERVERS};
-use smtlab_types::{MetricSpec, Mode, Program};
-use smtlab_workloads as workload;
+use smtlab_types::{CpuSet, MetricSpec, Mode, Program, ServerKind};
 
 use crate::exit::usage;
 use crate::flags::{self, Better, MetricArg};
@@ -27,7 +25,7 @@ pub struct ProgramArgs {
     /// Servers (-w web, -w nginx): the CPUs of the load generator, a CPU
     /// list (default: the CPUs the server does not use)
     #[arg(long, value_name = "LIST", value_parser = flags::client_cpus)]
-    pub client_cpus: Option<String>,
+    pub client_cpus: Option<CpuSet>,
     /// A workload parameter, KEY=VALUE (repeatable; applies to every -w)
     #[arg(long = "param", value_name = "K=V", value_parser = flags::param)]
     pub params: Vec<(String, String)>,
@@ -72,10 +70,11 @@ pub fn param_map(params: &[(String, String)]) -> anyhow::Result<BTreeMap<String,
 
 impl ProgramArgs {
     /// The programs to measure and the metric of a `--cmd`, checked
-    /// together: workload parameters against each workload (names, types
-    /// and ranges, so a bad value is refused before anything runs), and no
-    /// flag that would be silently ignored. With `allow_none` (studies),
-    /// giving neither -w nor --cmd leaves the programs to the study.
+    /// together: no flag that would be silently ignored. Each program's
+    /// parameters are checked against it when the run is planned
+    /// (`smtlab_plan::TypedPrograms`: names, types and ranges, before
+    /// anything runs). With `allow_none` (studies), giving neither -w nor
+    /// --cmd leaves the programs to the study.
     pub fn programs(&self, allow_none: bool) -> anyhow::Result<(Vec<Program>, Option<MetricSpec>)> {
         if !self.workload.is_empty() && !self.cmd.is_empty() {
             return Err(usage(
@@ -92,7 +91,11 @@ impl ProgramArgs {
         }
         let params = param_map(&self.params)?;
         if let Some(c) = &self.client_cpus {
-            if !self.workload.iter().any(|w| SERVERS.contains(&w.as_str())) {
+            if !self
+                .workload
+                .iter()
+                .any(|w| ServerKind::from_name(w).is_some())
+            {
                 return Err(usage(format!(
                     "--client-cpus {c}: the load generator's CPUs apply to servers (-w web, nginx, \
                      chat, ngircd)"
@@ -109,40 +112,20 @@ impl ProgramArgs {
             (false, None) => self
                 .workload
                 .iter()
-                .map(|w| {
-                    // A DSM application's parameters depend on its rank
-                    // count: `plan::expand` checks them with each N.
-                    if smtlab_dsm_apps::APPS.contains(&w.as_str()) {
-                        return Ok(Program::Builtin {
-                            workload: w.clone(),
-                            params: params.clone(),
-                        });
-                    }
-                    if SERVERS.contains(&w.as_str()) {
-                        let mut params = params.clone();
-                        if let Some(c) = &self.client_cpus {
-                            params.insert("client_cpus".into(), c.clone());
-                        }
-                        check_params(w, &params).map_err(usage)?;
-                        return Ok(Program::Server {
-                            server: w.clone(),
-                            params,
-                        });
-                    }
-                    let wl = workload::builtin(w).expect("-w names a built-in workload");
-                    let info = wl.info();
-                    let resolved = workload::resolve_params(&info, &params).map_err(usage)?;
-                    workload::check_param_types(&info, &params).map_err(usage)?;
-                    // Ranges too, now: a value out of range would otherwise
-                    // fail every sample of the run, one by one.
-                    wl.check(&resolved)
-                        .map_err(|e| usage(format!("{e:#} (workload `{w}`)")))?;
-                    Ok(Program::Builtin {
+                .map(|w| match ServerKind::from_name(w) {
+                    Some(server) => Program::Server {
+                        server,
+                        params: params.clone(),
+                        client_cpus: self.client_cpus.clone(),
+                    },
+                    // A built-in workload, or a DSM application, which
+                    // planning makes ranks of.
+                    None => Program::Builtin {
                         workload: w.clone(),
                         params: params.clone(),
-                    })
+                    },
                 })
-                .collect::<anyhow::Result<Vec<_>>>()?,
+                .collect(),
             (true, Some(c)) => {
                 if !self.params.is_empty() {
                     return Err(usage(

@@ -255,7 +255,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     } else {
         one_task_per_host(a.shared_host)?
     };
-    let (store, run_id, spec, points, preloads) = match a.resume {
+    let (store, run_id, spec, points, preloads, programs) = match a.resume {
         Some(id) => {
             let store = Store::open_existing(&a.db).map_err(usage)?;
             let rec = store.run(id).map_err(usage)?;
@@ -273,6 +273,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 let pts: Vec<Point> = points.into_iter().map(|(_, p)| p).collect();
                 return print_plan(&spec, &pts, a.json);
             }
+            // The stored points' parameters, typed once for every sample.
+            let pts: Vec<Point> = points.iter().map(|(_, p)| p.clone()).collect();
+            let programs = plan::TypedPrograms::of(&pts).map_err(usage)?;
             // The stored run names its allocators; find them here, once.
             let preloads =
                 Preloads::find(&spec.allocs).map_err(|e| usage(format!("--alloc: {e}")))?;
@@ -294,21 +297,35 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             if let Some(s) = &shared {
                 store.set_shared_host(id, s)?;
             }
-            (store, id, spec, points, preloads)
+            (store, id, spec, points, preloads, programs)
         }
         None => {
             let spec = spec(&a)?;
-            let points = plan::expand(&topo, &spec).map_err(usage)?;
+            let plan::Plan { points, programs } = plan::plan(&topo, &spec).map_err(usage)?;
             if a.dry_run {
                 return print_plan(&spec, &points, a.json);
             }
             let (store, run_id, stored) = create_shared_run(&a.db, &spec, &topo, &points, shared)?;
-            (store, run_id, spec, stored, Preloads::of(&a.alloc))
+            (
+                store,
+                run_id,
+                spec,
+                stored,
+                Preloads::of(&a.alloc),
+                programs,
+            )
         }
     };
 
     let quiet = a.json || !std::io::stderr().is_terminal();
-    let status = measure(&store, run_id, &spec, &points, preloads, &a.db, quiet)?;
+    let run = Measured {
+        store: &store,
+        run_id,
+        spec: &spec,
+        points: &points,
+        programs,
+    };
+    let status = measure(run, preloads, &a.db, quiet)?;
     let reports = point_summaries(&store, run_id, spec.seed)?;
     let text = if a.json {
         serde_json::to_string_pretty(&results::run_json(run_id, status, &reports))? + "\n"
@@ -402,17 +419,31 @@ fn create_run_with(
     Ok((store, run_id, stored))
 }
 
+/// A stored run to measure: its store and id, its specification, its
+/// points with their ids, and its programs' parameters as planned.
+pub struct Measured<'a> {
+    pub store: &'a Store,
+    pub run_id: i64,
+    pub spec: &'a RunSpec,
+    pub points: &'a [(i64, Point)],
+    pub programs: plan::TypedPrograms,
+}
+
 /// Measure every point of a stored run (resuming what the store holds),
 /// with a progress bar unless `quiet`, and record how the run ended.
 pub fn measure(
-    store: &Store,
-    run_id: i64,
-    spec: &RunSpec,
-    points: &[(i64, Point)],
+    run: Measured<'_>,
     preloads: Preloads,
     db: &std::path::Path,
     quiet: bool,
 ) -> anyhow::Result<RunStatus> {
+    let Measured {
+        store,
+        run_id,
+        spec,
+        points,
+        programs,
+    } = run;
     let stop = smtlab_sys::interrupt_flag().context("installing the Ctrl-C handler")?;
     // Counters take about 20 descriptors per worker thread.
     let _ = smtlab_counters::perf_counters::raise_fd_limit();
@@ -438,6 +469,7 @@ pub fn measure(
         counters: spec.counters,
         stop,
         metric_regex: spec.metric.as_ref().map(|m| m.regex.regex().clone()),
+        programs,
     };
     let end = engine::measure(store, points, spec, &mut ctx, &mut sink)?;
     sink.finish();

@@ -236,11 +236,12 @@ pub fn run(a: StudyArgs) -> anyhow::Result<i32> {
         spec,
         points,
         allocators,
+        programs,
     } = study::plan(kind, &topo, req).map_err(usage)?;
     if a.dry_run {
         return print_plan(kind, &spec, &points, a.json);
     }
-    measure_and_report(kind, &a, &topo, &spec, &points, &allocators)
+    measure_and_report(kind, &a, &topo, &spec, &points, programs, &allocators)
 }
 
 /// Refuse the flags that belong to another study than `kind`, and those a
@@ -379,6 +380,7 @@ fn measure_and_report(
     topo: &Topology,
     spec: &RunSpec,
     points: &[Point],
+    programs: smtlab_plan::TypedPrograms,
     allocators: &[Allocator],
 ) -> anyhow::Result<i32> {
     let meta = spec.study.clone().expect("study::plan sets the study");
@@ -396,7 +398,14 @@ fn measure_and_report(
     }
     let (store, run_id, stored) = run::create_shared_run(&a.db, spec, topo, points, shared)?;
     let preloads = Preloads::of(allocators);
-    let status = run::measure(&store, run_id, spec, &stored, preloads, &a.db, quiet)?;
+    let run = run::Measured {
+        store: &store,
+        run_id,
+        spec,
+        points: &stored,
+        programs,
+    };
+    let status = run::measure(run, preloads, &a.db, quiet)?;
     if status == RunStatus::Interrupted {
         eprintln!(
             "smtlab: study run {run_id} interrupted; every measured sample is stored. Finish it with: smtlab run --resume {run_id} --db {}, then write its report with: smtlab report {run_id} --db {}",
