@@ -39,11 +39,42 @@ fn bad(message: String) -> BadValue {
     BadValue(message)
 }
 
+/// What `-w NAME` names, found once: a built-in workload (an entry of the
+/// workloads' registry), a server, or a DSM application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkloadName {
+    Builtin(String),
+    Server(ServerKind),
+    Dsm(String),
+}
+
+impl WorkloadName {
+    /// The name as given (trimmed).
+    pub fn as_str(&self) -> &str {
+        match self {
+            WorkloadName::Builtin(name) | WorkloadName::Dsm(name) => name,
+            WorkloadName::Server(server) => server.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for WorkloadName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `-w NAME`: a built-in workload, a server or a DSM application.
-pub fn workload(text: &str) -> Result<String, BadValue> {
+pub fn workload(text: &str) -> Result<WorkloadName, BadValue> {
     let w = text.trim();
-    if workload::builtin(w).is_some() || ServerKind::from_name(w).is_some() || APPS.contains(&w) {
-        return Ok(w.to_string());
+    if workload::builtin(w).is_some() {
+        return Ok(WorkloadName::Builtin(w.to_string()));
+    }
+    if let Some(server) = ServerKind::from_name(w) {
+        return Ok(WorkloadName::Server(server));
+    }
+    if APPS.contains(&w) {
+        return Ok(WorkloadName::Dsm(w.to_string()));
     }
     Err(bad(format!(
         "--workload {w}: no such workload; built in: {}; servers: {}; DSM applications: {}",
@@ -527,6 +558,34 @@ pub fn own_message(e: &(dyn std::error::Error + 'static)) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-w` is read once into what it names: the program is built from
+    /// that, not from a second look at the text.
+    #[test]
+    fn a_workload_name_is_read_once_into_what_it_names() {
+        assert_eq!(
+            workload(" web ").unwrap(),
+            WorkloadName::Server(ServerKind::Web)
+        );
+        assert_eq!(
+            workload("ngircd").unwrap(),
+            WorkloadName::Server(ServerKind::Ngircd)
+        );
+        assert_eq!(workload("sor").unwrap(), WorkloadName::Dsm("sor".into()));
+        assert_eq!(
+            workload("spin").unwrap(),
+            WorkloadName::Builtin("spin".into())
+        );
+        assert_eq!(workload("spin").unwrap().to_string(), "spin");
+        let e = workload("apache").unwrap_err().to_string();
+        assert!(
+            e.starts_with("--workload apache: no such workload; built in: ")
+                && e.contains(
+                    "; servers: web, nginx, chat, ngircd; DSM applications: sor, lu, tsp"
+                ),
+            "{e}"
+        );
+    }
 
     /// `--cpus` of `load http`, `load chat`, `serve web` and `serve chat`
     /// is this one parser: its messages name the flag and the value.

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use smtlab_types::{CpuSet, MetricSpec, Mode, Program, ServerKind};
+use smtlab_types::{CpuSet, MetricSpec, Mode, Program};
 
 use crate::exit::usage;
-use crate::flags::{self, Better, MetricArg};
+use crate::flags::{self, Better, MetricArg, WorkloadName};
 
 #[derive(Args, Debug, Clone)]
 pub struct ProgramArgs {
@@ -21,7 +21,7 @@ pub struct ProgramArgs {
         value_delimiter = ',',
         value_parser = flags::workload
     )]
-    pub workload: Vec<String>,
+    pub workload: Vec<WorkloadName>,
     /// Servers (-w web, -w nginx): the CPUs of the load generator, a CPU
     /// list (default: the CPUs the server does not use)
     #[arg(long, value_name = "LIST", value_parser = flags::client_cpus)]
@@ -94,7 +94,7 @@ impl ProgramArgs {
             if !self
                 .workload
                 .iter()
-                .any(|w| ServerKind::from_name(w).is_some())
+                .any(|w| matches!(w, WorkloadName::Server(_)))
             {
                 return Err(usage(format!(
                     "--client-cpus {c}: the load generator's CPUs apply to servers (-w web, nginx, \
@@ -112,16 +112,16 @@ impl ProgramArgs {
             (false, None) => self
                 .workload
                 .iter()
-                .map(|w| match ServerKind::from_name(w) {
-                    Some(server) => Program::Server {
-                        server,
+                .map(|w| match w {
+                    WorkloadName::Server(server) => Program::Server {
+                        server: *server,
                         params: params.clone(),
                         client_cpus: self.client_cpus.clone(),
                     },
-                    // A built-in workload, or a DSM application, which
-                    // planning makes ranks of.
-                    None => Program::Builtin {
-                        workload: w.clone(),
+                    // A DSM application is a program of planning's, which
+                    // makes ranks of it.
+                    WorkloadName::Builtin(name) | WorkloadName::Dsm(name) => Program::Builtin {
+                        workload: name.clone(),
                         params: params.clone(),
                     },
                 })
@@ -181,7 +181,7 @@ impl ProgramArgs {
             };
             let (programs, _) = only.programs(false)?;
             for (w, p) in self.workload.iter().zip(programs) {
-                out.push((w.clone(), p));
+                out.push((w.to_string(), p));
             }
         } else if !self.params.is_empty() {
             return Err(usage("--param applies to the workloads named with -w"));

@@ -206,7 +206,7 @@ fn spec(a: &RunArgs) -> anyhow::Result<RunSpec> {
         && a.program
             .workload
             .iter()
-            .all(|w| smtlab_dsm_apps::APPS.contains(&w.as_str()));
+            .all(|w| matches!(w, crate::flags::WorkloadName::Dsm(_)));
     let models = match &a.model {
         Some(m) => m.clone(),
         None if all_dsm => vec![Model::Process],

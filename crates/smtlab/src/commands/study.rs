@@ -14,7 +14,7 @@ use smtlab_study::{
     self as study, PairsRequest, Sampling, SamplingRequest, StudyKind, StudyPlan, StudyRequest,
 };
 use smtlab_topology::Topology;
-use smtlab_types::{Comm, MetricSpec, Model, Point, Program, RunSpec};
+use smtlab_types::{Comm, MetricSpec, Model, Point, Program, RunSpec, ServerKind};
 
 use super::program_args::ProgramArgs;
 use super::report;
@@ -22,7 +22,7 @@ use super::results;
 use super::run;
 use super::topology_source::TopologySource;
 use crate::exit::usage;
-use crate::flags::{self, WorkerCounts};
+use crate::flags::{self, WorkerCounts, WorkloadName};
 use crate::output;
 
 #[derive(Args, Debug)]
@@ -321,7 +321,7 @@ fn programs(
     kind: StudyKind,
     a: &StudyArgs,
 ) -> anyhow::Result<(Vec<Program>, Option<MetricSpec>, PairsRequest)> {
-    let with = |workload: Vec<String>| {
+    let with = |workload: Vec<WorkloadName>| {
         let given = ProgramArgs {
             workload,
             ..a.program.clone()
@@ -346,13 +346,15 @@ fn programs(
                 "--param connections: `study chat` sweeps --connections LIST instead",
             ));
         }
-        with(vec!["chat".to_string()])?
+        with(vec![WorkloadName::Server(ServerKind::Chat)])?
     } else if kind == StudyKind::Comm {
         // The applications named with -w (default: all three), each with
         // the user's --param; the study gives each parameter to the
         // applications that take it, and sets the layout (per_node) itself.
         let apps = if a.program.workload.is_empty() {
-            COMM_APPS.map(String::from).to_vec()
+            COMM_APPS
+                .map(|app| WorkloadName::Dsm(app.to_string()))
+                .to_vec()
         } else {
             a.program.workload.clone()
         };
@@ -361,9 +363,9 @@ fn programs(
         // The study's servers, with the user's --param and --client-cpus:
         // smtlab's web server, and nginx where it is installed (the plan
         // says so where it is not).
-        let mut servers = vec!["web".to_string()];
+        let mut servers = vec![WorkloadName::Server(ServerKind::Web)];
         if smtlab_web::nginx::find().is_some() {
-            servers.push("nginx".to_string());
+            servers.push(WorkloadName::Server(ServerKind::Nginx));
         }
         with(servers)?
     } else {
