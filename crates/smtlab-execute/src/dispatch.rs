@@ -53,11 +53,10 @@ mod tests {
 
     use smtlab_chat::params::ChatParams;
     use smtlab_dsm::DsmPointParams;
-    use smtlab_types::{Metric, Mode, Model, ServerKind, Spawn};
     use smtlab_web::params::WebParams;
 
     use super::*;
-    use crate::server_lifecycle::tests::context;
+    use crate::server_lifecycle::tests::{context, web_point};
 
     /// A server's and a DSM point's sample take the parameters planning
     /// parsed, in their products' types: these lines compile only while
@@ -74,27 +73,7 @@ mod tests {
     /// sample, saying so, and starts nothing.
     #[test]
     fn a_server_point_without_planned_parameters_fails_and_starts_nothing() {
-        let point = Point {
-            index: 0,
-            program: Program::Server {
-                server: ServerKind::Web,
-                params: Default::default(),
-                client_cpus: None,
-            },
-            model: Model::Event,
-            spawn: Spawn::Exec,
-            placement: "compact".into(),
-            workers: 1,
-            cpus: None,
-            oversubscription: 1.0,
-            alloc: "glibc".into(),
-            mode: Mode::FixedTime { seconds: 1.0 },
-            metric: Metric {
-                name: "requests".into(),
-                unit: "req/s".into(),
-                higher_is_better: true,
-            },
-        };
+        let point = web_point(None);
         let stop = AtomicBool::new(false);
         let ctx = context(&stop, Duration::from_secs(1));
         let Outcome::Measured(s) = run_sample(&point, &ctx, 3, false) else {

@@ -497,10 +497,10 @@ mod tests {
     use std::time::Instant;
 
     use smtlab_types::cpuset::CpuSet;
-    use smtlab_types::{Metric, Model, Program, ResourceUsage, ServerKind, Spawn};
+    use smtlab_types::ResourceUsage;
 
     use super::*;
-    use crate::server_lifecycle::tests::{context, fake};
+    use crate::server_lifecycle::tests::{context, fake, web_point};
 
     /// `--client-cpus 2-3`, parsed once at the command line into a set,
     /// reaches the load generator as that set: its CPUs, and the reason it
@@ -508,28 +508,7 @@ mod tests {
     #[test]
     fn the_client_cpus_given_are_the_cpus_the_load_generator_runs_on() {
         let given = CpuSet::parse_list("2-3").unwrap();
-        let program = Program::Server {
-            server: ServerKind::Web,
-            params: Default::default(),
-            client_cpus: Some(given.clone()),
-        };
-        let point = Point {
-            index: 0,
-            program,
-            model: Model::Event,
-            spawn: Spawn::Exec,
-            placement: "compact".into(),
-            workers: 1,
-            cpus: Some(vec![0]),
-            oversubscription: 1.0,
-            alloc: "glibc".into(),
-            mode: Mode::FixedTime { seconds: 1.0 },
-            metric: Metric {
-                name: "requests".into(),
-                unit: "req/s".into(),
-                higher_is_better: true,
-            },
-        };
+        let point = web_point(Some(given.clone()));
         let typed = smtlab_plan::TypedPrograms::of(std::slice::from_ref(&point)).unwrap();
         let Some(smtlab_plan::ProgramParams::Web(p)) = typed.get(&point.program) else {
             panic!("a web point plans web parameters");

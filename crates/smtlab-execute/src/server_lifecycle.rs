@@ -432,6 +432,32 @@ pub(crate) mod tests {
         }
     }
 
+    /// A one-worker point of smtlab's web server on CPU 0, its load
+    /// generator on `client_cpus`.
+    pub(crate) fn web_point(client_cpus: Option<CpuSet>) -> Point {
+        Point {
+            index: 0,
+            program: Program::Server {
+                server: ServerKind::Web,
+                params: Default::default(),
+                client_cpus,
+            },
+            model: smtlab_types::Model::Event,
+            spawn: smtlab_types::Spawn::Exec,
+            placement: "compact".into(),
+            workers: 1,
+            cpus: Some(vec![0]),
+            oversubscription: 1.0,
+            alloc: "glibc".into(),
+            mode: smtlab_types::Mode::FixedTime { seconds: 1.0 },
+            metric: smtlab_types::Metric {
+                name: "requests".into(),
+                unit: "req/s".into(),
+                higher_is_better: true,
+            },
+        }
+    }
+
     pub(crate) fn context(
         stop: &std::sync::atomic::AtomicBool,
         timeout: Duration,
