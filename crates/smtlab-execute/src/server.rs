@@ -1,6 +1,8 @@
-//! One sample of a [`Program::Server`] point (`-w web`, `-w nginx`): the
-//! server started on the point's CPUs, driven by smtlab's load generator
-//! on other CPUs for the sample's window, then stopped.
+//! One sample of a web server point
+//! ([`Program::Server`](smtlab_types::Program::Server): `-w web`, `-w
+//! nginx`), with its parameters as planned ([`WebParams`]): the server
+//! started on the point's CPUs, driven by smtlab's load generator on other
+//! CPUs for the sample's window, then stopped.
 //!
 //! A sample is one server lifetime, so its resource usage is exact and
 //! nothing is shared between samples: the server is started in its own

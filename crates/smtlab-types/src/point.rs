@@ -168,7 +168,8 @@ pub enum Mode {
     FixedWork { work: u64 },
 }
 
-/// What runs. Stored as [`ProgramRecord`], the form it always had.
+/// What runs. Stored as its private `ProgramRecord`, the form it always
+/// had.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "ProgramRecord", try_from = "ProgramRecord")]
 pub enum Program {
