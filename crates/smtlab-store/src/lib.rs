@@ -10,7 +10,8 @@
 //! read by the analysis, the studies' reports and the CLI's `runs` and
 //! `show`. It knows nothing of how samples are measured.
 //! `merge.rs` copies the runs of other stores into one (`smtlab merge`),
-//! matching runs by their uid so that merging twice adds nothing.
+//! matching runs by their uid so that merging twice adds nothing; the copy
+//! itself (staged, then written in one transaction) is `merge_staging.rs`.
 //!
 //! # Durability
 //!
@@ -43,6 +44,7 @@ mod columns;
 mod error;
 mod host;
 mod merge;
+mod merge_staging;
 mod owner;
 mod points;
 mod runs;
@@ -59,7 +61,8 @@ pub use host::{
     collect_host_facts, collect_host_facts_from, host_name, host_name_from, printable, unprintable,
     HostNameError, HOSTNAME_VAR,
 };
-pub use merge::{MergeError, MergeSummary, RunOrigin};
+pub use merge::{MergeError, RunOrigin};
+pub use merge_staging::MergeSummary;
 pub use owner::Owner;
 pub use runs::NewRun;
 pub use schema::{latest_version as schema_version, APPLICATION_ID};
