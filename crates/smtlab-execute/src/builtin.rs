@@ -21,6 +21,7 @@ use crate::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::SampleStatus;
 use smtlab_types::{Outcome, Point, Program, Spawn};
+use smtlab_workloads::WorkloadConfig;
 
 /// Set-up may take long (building tables), but not forever: without
 /// `--timeout`, it gets this long; with it, `--timeout` bounds the set-up
@@ -49,9 +50,16 @@ struct Spawned {
     stderr: Box<dyn Read + Send>,
 }
 
-/// Run one sample of a built-in workload.
-pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
-    let Program::Builtin { workload, params } = &point.program else {
+/// Run one sample of a built-in workload, whose workers set up from
+/// `config`, its parameters as planned.
+pub fn run(
+    point: &Point,
+    config: &WorkloadConfig,
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+) -> Outcome {
+    let Program::Builtin { workload, .. } = &point.program else {
         unreachable!("builtin::run is only called for built-in workloads");
     };
     let (procs, threads) = point.model.shape(point.workers);
@@ -79,7 +87,7 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
         processes: procs,
         queue: Some(queue.path.clone()),
         workload: workload.clone(),
-        params: params.clone(),
+        config: config.clone(),
         rank,
         threads,
         workers: point.workers,

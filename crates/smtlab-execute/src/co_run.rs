@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use smtlab_types::extras::co_run;
 use smtlab_types::{Mode, Model, Outcome, Point, Program, ResourceUsage, Sample, SampleStatus};
 
+use smtlab_plan::ProgramParams;
+
 use crate::context::SampleContext;
 
 /// One part's result: its counted samples' rates, or why it failed.
@@ -32,8 +34,15 @@ enum PartEnd {
     Interrupted,
 }
 
-/// Take one sample of a co-run point.
-pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
+/// Take one sample of a co-run point, `planned` its parts' parameters as
+/// planned, in the order of its parts.
+pub fn run(
+    point: &Point,
+    planned: &[ProgramParams],
+    ctx: &SampleContext,
+    seq: usize,
+    warmup: bool,
+) -> Outcome {
     let Program::CoRun { parts } = &point.program else {
         unreachable!("co_run::run is only called for co-run points");
     };
@@ -65,11 +74,13 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
                     metric: smtlab_plan::program_metric(&part.program, part.mode),
                 };
                 let (counting, abort, barrier) = (&counting, &abort, &barrier);
+                let planned = planned.get(k);
                 std::thread::Builder::new()
                     .name(format!("co-run-{k}"))
                     .spawn_scoped(s, move || {
                         barrier.wait();
-                        run_part(&one, ctx, seq, window, start, counting, abort)
+                        let part = Part { one: &one, planned };
+                        run_part(part, ctx, seq, window, start, counting, abort)
                     })
             })
             .collect();
@@ -130,10 +141,17 @@ pub fn run(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outc
     }))
 }
 
+/// One part of a co-run: its one-worker point and its parameters as
+/// planned (`None`: not planned).
+struct Part<'a> {
+    one: &'a Point,
+    planned: Option<&'a ProgramParams>,
+}
+
 /// One part's loop: samples until the window has passed (counted), then
 /// uncounted ones until every part has stopped counting.
 fn run_part(
-    one: &Point,
+    Part { one, planned }: Part<'_>,
     ctx: &SampleContext,
     seq: usize,
     window: Duration,
@@ -149,16 +167,25 @@ fn run_part(
         if abort.load(Ordering::SeqCst) {
             return PartEnd::Failed(SampleStatus::Failed, "another part failed".into());
         }
-        let outcome = match &one.program {
-            Program::Builtin { .. } => crate::builtin::run(one, ctx, inner, false),
-            Program::Command { .. } => crate::command::run(one, ctx, inner, false),
-            Program::CoRun { .. } => {
+        let outcome = match (&one.program, planned) {
+            (Program::Builtin { .. }, Some(ProgramParams::Builtin(config))) => {
+                crate::builtin::run(one, config, ctx, inner, false)
+            }
+            (Program::Builtin { .. }, _) => {
+                let why = format!(
+                    "{}: its parameters were not planned with the run",
+                    one.program.label()
+                );
+                return PartEnd::Failed(SampleStatus::Failed, why);
+            }
+            (Program::Command { .. }, _) => crate::command::run(one, ctx, inner, false),
+            (Program::CoRun { .. }, _) => {
                 return PartEnd::Failed(SampleStatus::Failed, "a co-run inside a co-run".into())
             }
-            Program::Server { .. } => {
+            (Program::Server { .. }, _) => {
                 return PartEnd::Failed(SampleStatus::Failed, "a server inside a co-run".into())
             }
-            Program::Ranks { .. } => {
+            (Program::Ranks { .. }, _) => {
                 return PartEnd::Failed(SampleStatus::Failed, "DSM ranks inside a co-run".into())
             }
         };

@@ -1,6 +1,6 @@
 //! One sample of a point, by the kind of its program: a built-in workload
 //! a user command, programs co-running, a server, or the ranks of a DSM
-//! application, the last two with their parameters as planned
+//! application, each but the command with its parameters as planned
 //! ([`SampleContext::programs`]). Uses `builtin`, `command`, `co_run`,
 //! `server`, `chat_sample`, `dsm_sample` and `context`.
 
@@ -13,9 +13,13 @@ use crate::{builtin, chat_sample, co_run, command, dsm_sample, server};
 /// Take one sample of `point`.
 pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) -> Outcome {
     match (&point.program, ctx.programs.get(&point.program)) {
-        (Program::Builtin { .. }, _) => builtin::run(point, ctx, seq, warmup),
+        (Program::Builtin { .. }, Some(ProgramParams::Builtin(c))) => {
+            builtin::run(point, c, ctx, seq, warmup)
+        }
         (Program::Command { .. }, _) => command::run(point, ctx, seq, warmup),
-        (Program::CoRun { .. }, _) => co_run::run(point, ctx, seq, warmup),
+        (Program::CoRun { .. }, Some(ProgramParams::CoRun(parts))) => {
+            co_run::run(point, parts, ctx, seq, warmup)
+        }
         (Program::Server { .. }, Some(ProgramParams::Web(p))) => {
             server::run(point, p, ctx, seq, warmup)
         }
@@ -25,13 +29,19 @@ pub fn run_sample(point: &Point, ctx: &SampleContext, seq: usize, warmup: bool) 
         (Program::Ranks { .. }, Some(ProgramParams::Dsm(p))) => {
             dsm_sample::run(point, p, ctx, seq, warmup)
         }
-        (Program::Server { .. } | Program::Ranks { .. }, _) => unplanned(point, seq, warmup),
+        (
+            Program::Builtin { .. }
+            | Program::CoRun { .. }
+            | Program::Server { .. }
+            | Program::Ranks { .. },
+            _,
+        ) => unplanned(point, seq, warmup),
     }
 }
 
-/// A server or DSM point whose program the context does not hold: a run
-/// measured without its plan's parameters (a caller's mistake), failed
-/// rather than guessed at.
+/// A point whose program the context does not hold: a run measured
+/// without its plan's parameters (a caller's mistake), failed rather than
+/// guessed at.
 fn unplanned(point: &Point, seq: usize, warmup: bool) -> Outcome {
     Outcome::Measured(Box::new(Sample::without_result(
         seq,
@@ -54,19 +64,63 @@ mod tests {
     use smtlab_chat::params::ChatParams;
     use smtlab_dsm::DsmPointParams;
     use smtlab_web::params::WebParams;
+    use smtlab_workloads::WorkloadConfig;
 
     use super::*;
+    use crate::protocol::WorkerSpec;
     use crate::server_lifecycle::tests::{context, web_point};
 
-    /// A server's and a DSM point's sample take the parameters planning
-    /// parsed, in their products' types: these lines compile only while
-    /// the samples take them so (and not a map of text to parse again).
+    /// A built-in's, a server's and a DSM point's sample take the
+    /// parameters planning parsed, in their products' types, and a
+    /// built-in's workers are handed them in their spec: these lines
+    /// compile only while the samples take them so (and not a map of text
+    /// to parse again).
     #[test]
-    fn server_and_dsm_samples_take_their_planned_typed_parameters() {
+    fn samples_take_their_planned_typed_parameters() {
         type Takes<P> = fn(&Point, &P, &SampleContext, usize, bool) -> Outcome;
+        let _: Takes<WorkloadConfig> = builtin::run;
+        let _: Takes<[ProgramParams]> = co_run::run;
         let _: Takes<WebParams> = server::run;
         let _: Takes<ChatParams> = chat_sample::run;
         let _: Takes<DsmPointParams> = dsm_sample::run;
+        let _ = |spec: WorkerSpec| -> WorkloadConfig { spec.config };
+    }
+
+    /// A built-in point (alone or a co-run's part) measured without its
+    /// plan's parameters fails its sample, saying so, and starts nothing.
+    #[test]
+    fn a_builtin_point_without_planned_parameters_fails_and_starts_nothing() {
+        let spin = Program::Builtin {
+            workload: "spin".into(),
+            params: Default::default(),
+        };
+        let co = Program::CoRun {
+            parts: vec![smtlab_types::CoPart {
+                name: "spin".into(),
+                slot: 0,
+                program: Box::new(spin.clone()),
+                mode: smtlab_types::Mode::FixedWork { work: 1 },
+            }],
+        };
+        let stop = AtomicBool::new(false);
+        let ctx = context(&stop, Duration::from_secs(1));
+        for program in [spin, co] {
+            let point = Point {
+                program,
+                ..web_point(None)
+            };
+            let Outcome::Measured(s) = run_sample(&point, &ctx, 2, false) else {
+                panic!("a failed sample, not an interruption");
+            };
+            assert_eq!(s.status, SampleStatus::Failed);
+            let label = point.program.label();
+            assert_eq!(
+                s.reason,
+                Some(format!(
+                    "{label}: its parameters were not planned with the run"
+                ))
+            );
+        }
     }
 
     /// A server point measured without its plan's parameters fails its

@@ -122,8 +122,6 @@ pub enum ExecError {
     #[error("unknown workload `{name}`")]
     UnknownWorkload { name: String },
     #[error(transparent)]
-    WorkloadParam(#[from] smtlab_workloads::ParamError),
-    #[error(transparent)]
     Workload(#[from] WorkloadError),
     #[error("opening the task queue {}", path.display())]
     OpenQueue { path: PathBuf, source: io::Error },

@@ -11,13 +11,16 @@ use serde::{Deserialize, Serialize};
 
 use smtlab_types::Mode;
 use smtlab_types::{CounterValue, ResourceUsage};
-use smtlab_workloads::Params;
+use smtlab_workloads::WorkloadConfig;
 
 /// Everything one worker process needs to know.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
     pub workload: String,
-    pub params: Params,
+    /// The workload's parameters as planning parsed them
+    /// (`smtlab_plan::ProgramParams::Builtin`): the worker sets up from
+    /// these, reading no `--param` text.
+    pub config: WorkloadConfig,
     /// This process's rank, 0..processes.
     pub rank: usize,
     /// Threads (workers) in this process.

@@ -79,7 +79,6 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
     let w = workload::builtin(&spec.workload).ok_or_else(|| ExecError::UnknownWorkload {
         name: spec.workload.clone(),
     })?;
-    let params = workload::resolve_params(&w.info(), &spec.params)?;
     let queue = open_queue(spec.queue.as_deref())?;
     let info = w.info();
     let ctx = ProcessContext {
@@ -90,7 +89,7 @@ fn run(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<(), ExecError>
         mode: spec.mode,
         queue,
     };
-    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params, &ctx)?);
+    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&spec.config, &ctx)?);
     let plan = spec.counters.then(CounterPlan::probe).map(Arc::new);
     let crew = Crew::start(&spec, &info, &state, plan.as_ref())?;
 
@@ -363,7 +362,51 @@ fn worker_thread(
 
 #[cfg(test)]
 mod tests {
-    use super::quota;
+    use super::{quota, run};
+    use crate::protocol::{ProcessMeasurement, WorkerMsg, WorkerSpec};
+    use smtlab_types::Mode;
+    use smtlab_workloads::{Params, WorkloadConfig};
+
+    /// One spin worker process run in this one from a spec carrying
+    /// `config`: its report.
+    fn spin_worker(config: WorkloadConfig) -> ProcessMeasurement {
+        let spec = WorkerSpec {
+            workload: "spin".into(),
+            config,
+            rank: 0,
+            threads: 1,
+            workers: 1,
+            cpus: None,
+            mode: Mode::FixedWork { work: 3 },
+            counters: false,
+            processes: 1,
+            queue: None,
+        };
+        let line = serde_json::to_string(&spec).unwrap();
+        let input = format!("{line}\ngo\n");
+        let mut output = Vec::new();
+        run(&mut input.as_bytes(), &mut output).unwrap();
+        let output = String::from_utf8(output).unwrap();
+        match serde_json::from_str(output.lines().last().unwrap()).unwrap() {
+            WorkerMsg::Done(m) => *m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A worker sets up from the config planning parsed, carried in its
+    /// spec (no `--param` text reaches it): spin's test-only corrupt
+    /// switch, set only in the config, fails its result.
+    #[test]
+    fn a_worker_sets_up_from_the_planned_config_in_its_spec() {
+        let spin = smtlab_workloads::builtin("spin").unwrap();
+        let parse = |k: &str, v: &str| {
+            spin.parse(&Params::from([(k.to_string(), v.to_string())]))
+                .unwrap()
+        };
+        assert_eq!(spin_worker(parse("corrupt", "0")).wrong_result, None);
+        let wrong = spin_worker(parse("corrupt", "1")).wrong_result.unwrap();
+        assert!(wrong.contains("checksum"), "{wrong}");
+    }
 
     #[test]
     fn quotas_split_work_exactly() {

@@ -1,8 +1,8 @@
 //! `program_params`: every program of a plan with its parameters parsed
 //! and checked once, into the types its product takes ([`ProgramParams`]:
 //! a web server's `WebParams`, a chat server's `ChatParams`, a DSM
-//! application's `DsmPointParams`, a built-in workload's parameters
-//! checked against it), and each DSM point's rank count against its
+//! application's `DsmPointParams`, a built-in workload's
+//! `WorkloadConfig`), and each DSM point's rank count against its
 //! parameters. This is the one place a point's `--param`s are checked;
 //! the samples run with [`TypedPrograms`] as they are. Uses `expand` (for
 //! [`PlanError`]).
@@ -11,17 +11,17 @@ use smtlab_chat::params::ChatParams;
 use smtlab_dsm_params::{DsmPointParams, RanksFrom};
 use smtlab_types::{Point, Program};
 use smtlab_web::params::WebParams;
-use smtlab_workloads as workloads;
+use smtlab_workloads::{self as workloads, WorkloadConfig, WorkloadError};
 
 use crate::expand::PlanError;
 
 /// A program's parameters in the types its product takes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProgramParams {
-    /// A built-in workload's, checked against it (names, types, ranges)
-    /// and completed with its defaults. Its workers, processes of their
-    /// own, are handed the text of the point.
-    Builtin(workloads::Params),
+    /// A built-in workload's, parsed by it (names, types, ranges, its
+    /// defaults filled in). Its workers, processes of their own, are
+    /// handed this and set up from it.
+    Builtin(WorkloadConfig),
     /// A web server's (`-w web`, `nginx`).
     Web(WebParams),
     /// A chat server's (`-w chat`, `ngircd`).
@@ -69,21 +69,19 @@ impl ProgramParams {
     }
 }
 
-/// A built-in workload's parameters checked against it: names and types,
-/// then ranges (a value out of range would otherwise fail every sample of
-/// the run, one by one); completed with its defaults.
-fn builtin(workload: &str, params: &workloads::Params) -> Result<workloads::Params, PlanError> {
+/// A built-in workload's parameters parsed by it: names and types, then
+/// ranges (a value out of range would otherwise fail every sample of the
+/// run, one by one), its defaults filled in.
+fn builtin(workload: &str, params: &workloads::Params) -> Result<WorkloadConfig, PlanError> {
     let wl = workloads::builtin(workload)
         .ok_or_else(|| PlanError::NoSuchWorkload(workload.to_string()))?;
-    let info = wl.info();
-    let resolved = workloads::resolve_params(&info, params)?;
-    workloads::check_param_types(&info, params)?;
-    wl.check(&resolved)
-        .map_err(|error| PlanError::WorkloadCheck {
+    wl.parse(params).map_err(|error| match error {
+        WorkloadError::Params(e) => PlanError::WorkloadParam(e),
+        error => PlanError::WorkloadCheck {
             workload: workload.to_string(),
             error,
-        })?;
-    Ok(resolved)
+        },
+    })
 }
 
 /// Every program of a plan with its parameters parsed and checked, each
@@ -262,5 +260,70 @@ mod tests {
             }],
         };
         assert!(refused(co, 1).starts_with("--param bogus: "));
+    }
+
+    /// A built-in program is parsed once, when planned, into the config
+    /// its workers set up from, however many points (and co-run parts)
+    /// name it; a value out of range is refused there with the words it
+    /// always had.
+    #[test]
+    fn a_builtin_is_parsed_once_when_planned() {
+        let builtin = |workload: &str, params: &[(&str, &str)]| Program::Builtin {
+            workload: workload.into(),
+            params: kv(params),
+        };
+        let parfib = builtin("parfib", &[("n", "20")]);
+        let spin = builtin("spin", &[]);
+        let co = Program::CoRun {
+            parts: [&spin, &parfib]
+                .iter()
+                .enumerate()
+                .map(|(slot, p)| smtlab_types::CoPart {
+                    name: format!("p{slot}"),
+                    slot,
+                    program: Box::new((*p).clone()),
+                    mode: Mode::FixedWork { work: 1 },
+                })
+                .collect(),
+        };
+        let points: Vec<Point> = (0..9)
+            .map(|i| point(i, [&parfib, &spin, &co][i % 3].clone(), 1 + i))
+            .collect();
+        let typed = TypedPrograms::of(&points).unwrap();
+        assert_eq!(typed.len(), 3, "one entry per distinct program");
+        let config = |workload: &str, given: &[(&str, &str)]| {
+            workloads::builtin(workload)
+                .unwrap()
+                .parse(&kv(given))
+                .unwrap()
+        };
+        assert_eq!(
+            typed.get(&parfib),
+            Some(&ProgramParams::Builtin(config("parfib", &[("n", "20")])))
+        );
+        assert_eq!(
+            typed.get(&spin),
+            Some(&ProgramParams::Builtin(config("spin", &[])))
+        );
+        assert_eq!(
+            typed.get(&co),
+            Some(&ProgramParams::CoRun(vec![
+                ProgramParams::Builtin(config("spin", &[])),
+                ProgramParams::Builtin(config("parfib", &[("n", "20")])),
+            ]))
+        );
+        let refused = |program: Program| {
+            TypedPrograms::of(&[point(0, program, 1)])
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused(builtin("parfib", &[("n", "91")])),
+            "--param n=91: at most 90 (nfib must fit in 64 bits) (workload `parfib`)"
+        );
+        assert_eq!(
+            refused(builtin("spin", &[("seed", "x")])),
+            "--param seed=x: workload `spin` expects a non-negative integer here (default 1)"
+        );
     }
 }

@@ -74,16 +74,11 @@ pub(crate) const MIN_BLOCK: u64 = 8;
 /// small objects, and a bound keeps memory use predictable.
 pub(crate) const MAX_BLOCK: u64 = 1 << 20;
 
-/// A range of block sizes, drawn uniformly.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Sizes {
-    pub min: usize,
-    pub max: usize,
-}
+pub(crate) use crate::config::Sizes;
 
 impl Sizes {
     /// `min_size` and `max_size` from the parameters, checked.
-    pub fn from_params(params: &Params) -> Result<Sizes, WorkloadError> {
+    pub(crate) fn from_params(params: &Params) -> Result<Sizes, WorkloadError> {
         let min = param_u64(params, "min_size")?;
         let max = param_u64(params, "max_size")?;
         if !(MIN_BLOCK..=MAX_BLOCK).contains(&min) {
@@ -106,7 +101,7 @@ impl Sizes {
         })
     }
 
-    pub fn draw(&self, rng: &mut Rng) -> usize {
+    pub(crate) fn draw(&self, rng: &mut Rng) -> usize {
         self.min + rng.below((self.max - self.min + 1) as u64) as usize
     }
 }

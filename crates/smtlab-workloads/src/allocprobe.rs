@@ -45,8 +45,10 @@ use smtlab_types::extras::allocprobe;
 use smtlab_types::CpuSet;
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
+use crate::config::AllocprobeSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
+use crate::{resolve_checked, WorkloadConfig};
 
 /// Bits of a 2 MiB frame number: `addr >> FRAME_SHIFT`.
 pub const FRAME_SHIFT: u32 = 21;
@@ -166,10 +168,12 @@ impl Workload for AllocProbe {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let settings = Settings::parse(params)?;
+        let WorkloadConfig::Allocprobe(settings) = *config else {
+            return Err(config.not_for("allocprobe"));
+        };
         // The live topology, read once: CPU number -> logical core. Where
         // it cannot be read, every CPU counts as its own core.
         let topo = smtlab_topology::sysfs::read_live().ok();
@@ -200,19 +204,10 @@ impl Workload for AllocProbe {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        Settings::parse(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Allocprobe(Settings::parse(&params)?))
     }
-}
-
-/// The parameters, range-checked (shared by `setup` and `check`).
-struct Settings {
-    live: usize,
-    sizes: Sizes,
-    migrate: bool,
-    migrate_every: u64,
-    seed: u64,
-    corrupt: bool,
 }
 
 impl Settings {
@@ -412,8 +407,8 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&AllocProbe.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&AllocProbe, kv).unwrap()
     }
 
     fn obj(frame: usize, offset: usize, core: u32, size: usize) -> LiveObject {
@@ -475,7 +470,7 @@ mod tests {
             let cpu = nix::sched::sched_getcpu().unwrap() as u32;
             sys::set_affinity(0, &CpuSet::from_iter([cpu])).unwrap();
             let p = AllocProbe
-                .setup(&params(&[("live", "3000")]), &ctx(1))
+                .setup(&config(&[("live", "3000")]), &ctx(1))
                 .unwrap();
             let r = run_one(&*p, slot(0, 1), &[1, 999, 5000]);
             assert_eq!(r.ops, 6000);
@@ -497,7 +492,7 @@ mod tests {
     fn allocprobe_two_workers_migrating_verify() {
         let p = AllocProbe
             .setup(
-                &params(&[("live", "500"), ("migrate", "1"), ("migrate_every", "50")]),
+                &config(&[("live", "500"), ("migrate", "1"), ("migrate_every", "50")]),
                 &ctx(2),
             )
             .unwrap();
@@ -522,7 +517,7 @@ mod tests {
         assert!(x["foreign_objects"] <= 1000.0);
 
         let p = AllocProbe
-            .setup(&params(&[("live", "10"), ("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("live", "10"), ("corrupt", "1")]), &ctx(1))
             .unwrap();
         let r = run_one(&*p, slot(0, 1), &[20]);
         let e = p.verify(&[(slot(0, 1), r)]).unwrap_err();
@@ -539,8 +534,7 @@ mod tests {
             ("max_size", "15"),
             ("corrupt", "5"),
         ] {
-            let e = AllocProbe
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&AllocProbe, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");

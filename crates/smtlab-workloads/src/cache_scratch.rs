@@ -20,13 +20,15 @@
 use std::sync::{Arc, Mutex};
 
 use crate::{
-    Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot,
-    WorkerState, Workload, WorkloadInfo,
+    Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot, WorkerState,
+    Workload, WorkloadInfo,
 };
 
 use super::alloc_common::{Ledger, Tally};
 use super::cache_thrash::{cache_params, size_writes, zeroed, CacheWorker};
+use crate::config::CacheSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
+use crate::{resolve_checked, WorkloadConfig};
 
 pub struct CacheScratch;
 
@@ -51,10 +53,17 @@ impl Workload for CacheScratch {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (size, writes, corrupt) = size_writes(params)?;
+        let WorkloadConfig::CacheScratch(Settings {
+            size,
+            writes,
+            corrupt,
+        }) = *config
+        else {
+            return Err(config.not_for("cache_scratch"));
+        };
         let ledger = Arc::new(Ledger::new("cache_scratch"));
         // One object per thread, back to back, by this (main) thread.
         let objects: Vec<Option<Box<[u8]>>> =
@@ -72,8 +81,9 @@ impl Workload for CacheScratch {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        size_writes(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::CacheScratch(size_writes(&params)?))
     }
 }
 
@@ -129,14 +139,14 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&CacheScratch.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&CacheScratch, kv).unwrap()
     }
 
     #[test]
     fn cache_scratch_frees_setup_objects_and_verifies() {
         let p = CacheScratch
-            .setup(&params(&[("writes", "50")]), &ctx(2))
+            .setup(&config(&[("writes", "50")]), &ctx(2))
             .unwrap();
         let slots = [slot(0, 2), slot(1, 2)];
         let results: Vec<_> = slots
@@ -151,13 +161,13 @@ mod tests {
 
         // Only one of two threads started: its neighbour's object is
         // counted as left, and the process still balances.
-        let p = CacheScratch.setup(&params(&[]), &ctx(2)).unwrap();
+        let p = CacheScratch.setup(&config(&[]), &ctx(2)).unwrap();
         let mut w = p.worker(slot(1, 2)).unwrap();
         w.step(1);
         assert_eq!(p.verify(&[(slot(1, 2), w.finish())]), Ok(()));
 
         let p = CacheScratch
-            .setup(&params(&[("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("corrupt", "1")]), &ctx(1))
             .unwrap();
         let mut w = p.worker(slot(0, 1)).unwrap();
         w.step(3);

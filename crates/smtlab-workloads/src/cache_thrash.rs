@@ -25,8 +25,10 @@ use crate::{
 };
 
 use super::alloc_common::{param_count, Block, Ledger, Tally, MAX_BLOCK};
+use crate::config::CacheSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
+use crate::{resolve_checked, WorkloadConfig};
 
 pub struct CacheThrash;
 
@@ -51,14 +53,14 @@ pub(crate) fn cache_params(corrupt_help: &'static str) -> Vec<ParamSpec> {
     ]
 }
 
-/// Object size, writes per object and the test-only corrupt switch: the
-/// parameters of both false-sharing benchmarks, range-checked.
-pub(crate) fn size_writes(params: &Params) -> Result<(usize, u64, bool), WorkloadError> {
-    Ok((
-        param_count(params, "size", MAX_BLOCK)? as usize,
-        param_count(params, "writes", 1 << 30)?,
-        param_corrupt(params)?,
-    ))
+/// The parameters of both false-sharing benchmarks (defaults filled in),
+/// range-checked.
+pub(crate) fn size_writes(params: &Params) -> Result<Settings, WorkloadError> {
+    Ok(Settings {
+        size: param_count(params, "size", MAX_BLOCK)? as usize,
+        writes: param_count(params, "writes", 1 << 30)?,
+        corrupt: param_corrupt(params)?,
+    })
 }
 
 /// An object of `size` bytes from the process's malloc, zeroed by writing
@@ -90,10 +92,17 @@ impl Workload for CacheThrash {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (size, writes, corrupt) = size_writes(params)?;
+        let WorkloadConfig::CacheThrash(Settings {
+            size,
+            writes,
+            corrupt,
+        }) = *config
+        else {
+            return Err(config.not_for("cache_thrash"));
+        };
         Ok(Box::new(CacheProcess {
             size,
             writes,
@@ -102,8 +111,9 @@ impl Workload for CacheThrash {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        size_writes(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::CacheThrash(size_writes(&params)?))
     }
 }
 
@@ -205,15 +215,15 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&CacheThrash.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&CacheThrash, kv).unwrap()
     }
 
     #[test]
     fn cache_thrash_counts_writes_and_verifies() {
         for (size, writes) in [("8", "1000"), ("3", "7"), ("64", "10")] {
             let p = CacheThrash
-                .setup(&params(&[("size", size), ("writes", writes)]), &ctx(2))
+                .setup(&config(&[("size", size), ("writes", writes)]), &ctx(2))
                 .unwrap();
             let slots = [slot(0, 2), slot(1, 2)];
             let results: Vec<_> = slots
@@ -229,7 +239,7 @@ mod tests {
             assert_eq!(p.verify(&results), Ok(()), "size={size} writes={writes}");
         }
         let p = CacheThrash
-            .setup(&params(&[("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("corrupt", "1")]), &ctx(1))
             .unwrap();
         let mut w = p.worker(slot(0, 1)).unwrap();
         w.step(2);
@@ -250,8 +260,7 @@ mod tests {
     #[test]
     fn cache_thrash_bad_params_name_the_parameter() {
         for (k, v) in [("size", "0"), ("writes", "0"), ("corrupt", "2")] {
-            let e = CacheThrash
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&CacheThrash, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");

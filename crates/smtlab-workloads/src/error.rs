@@ -58,6 +58,10 @@ pub enum WorkloadError {
     /// Setting a worker up failed for another reason.
     #[error("{0}")]
     Setup(String),
+    /// A parameter's name or type refused ([`ParamError`]), by
+    /// [`Workload::parse`](crate::Workload::parse).
+    #[error(transparent)]
+    Params(#[from] ParamError),
 }
 
 impl WorkloadError {

@@ -36,8 +36,10 @@ use super::alloc_common::{
     block_size_params, param_count, param_touch, tag_of, worker_seed, Block, Ledger, NewBlocks,
     Rng, Sizes, Tally,
 };
+use crate::config::LarsonSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
+use crate::{resolve_checked, WorkloadConfig};
 
 pub struct Larson;
 
@@ -91,9 +93,12 @@ impl Workload for Larson {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Larson(settings) = *config else {
+            return Err(config.not_for("larson"));
+        };
         let Settings {
             slots,
             sizes,
@@ -101,7 +106,7 @@ impl Workload for Larson {
             touch,
             rounds,
             corrupt,
-        } = Settings::parse(params)?;
+        } = settings;
         let ledger = Ledger::new("larson");
         // The array waiting in the hand-off, allocated here by the main
         // thread (so even the first swap hands over foreign blocks); none
@@ -135,19 +140,10 @@ impl Workload for Larson {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        Settings::parse(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Larson(Settings::parse(&params)?))
     }
-}
-
-/// The parameters, range-checked (shared by `setup` and `check`).
-struct Settings {
-    slots: usize,
-    sizes: Sizes,
-    seed: u64,
-    touch: usize,
-    rounds: u64,
-    corrupt: bool,
 }
 
 impl Settings {
@@ -270,15 +266,15 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&Larson.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&Larson, kv).unwrap()
     }
 
     /// Two threads, several swaps each: blocks cross threads and still
     /// balance; corruption and a wrong count fail.
     #[test]
     fn larson_threads_swap_and_verify() {
-        let pr = params(&[("slots", "50"), ("rounds", "30")]);
+        let pr = config(&[("slots", "50"), ("rounds", "30")]);
         let p = Larson.setup(&pr, &ctx(2)).unwrap();
         let slots = [slot(0, 2), slot(1, 2)];
         let mut ws: Vec<_> = slots.iter().map(|&s| p.worker(s).unwrap()).collect();
@@ -299,7 +295,7 @@ mod tests {
         assert!(p.verify(&wrong).unwrap_err().contains("reported 171 ops"));
 
         let p = Larson
-            .setup(&params(&[("slots", "10"), ("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("slots", "10"), ("corrupt", "1")]), &ctx(1))
             .unwrap();
         let mut w = p.worker(slot(0, 1)).unwrap();
         w.step(100);
@@ -317,8 +313,7 @@ mod tests {
             ("touch", "7"),
             ("corrupt", "2"),
         ] {
-            let e = Larson
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&Larson, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");

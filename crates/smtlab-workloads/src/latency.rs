@@ -33,12 +33,14 @@ use std::sync::{Arc, Mutex};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::config::LatencySettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::{param_bytes, param_corrupt};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult,
+    WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 
 /// Dependent loads per operation: about a microsecond in L1, 100 us in
 /// DRAM, so a `step` stays bounded at every size.
@@ -136,12 +138,24 @@ impl Workload for Latency {
         }
     }
 
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Latency(settings(&params)?))
+    }
+
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (lines, seed, corrupt) = parse(params)?;
+        let WorkloadConfig::Latency(Settings {
+            lines,
+            seed,
+            corrupt,
+        }) = *config
+        else {
+            return Err(config.not_for("latency"));
+        };
         Ok(Box::new(LatencyProcess {
             lines,
             seed,
@@ -149,14 +163,10 @@ impl Workload for Latency {
             problems: Arc::new(Mutex::new(BTreeMap::new())),
         }))
     }
-
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
-    }
 }
 
-/// Lines in the chain, the seed and the test-only corrupt switch.
-fn parse(params: &Params) -> Result<(usize, u64, bool), WorkloadError> {
+/// The parameters (defaults filled in), range-checked.
+fn settings(params: &Params) -> Result<Settings, WorkloadError> {
     let size = param_bytes(params, "size")?;
     if size < 2 * LINE_BYTES || size % LINE_BYTES != 0 {
         return Err(WorkloadError::param(
@@ -173,11 +183,11 @@ fn parse(params: &Params) -> Result<(usize, u64, bool), WorkloadError> {
             "at most 256 GiB",
         ));
     }
-    Ok((
-        lines as usize,
-        param_u64(params, "seed")?,
-        param_corrupt(params)?,
-    ))
+    Ok(Settings {
+        lines: lines as usize,
+        seed: param_u64(params, "seed")?,
+        corrupt: param_corrupt(params)?,
+    })
 }
 
 struct LatencyProcess {
@@ -307,8 +317,8 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&Latency.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&Latency, kv).unwrap()
     }
 
     #[test]
@@ -347,20 +357,19 @@ mod tests {
             ("seed", "x"),
             ("corrupt", "3"),
         ] {
-            let e = Latency
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&Latency, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");
         }
-        assert!(Latency.setup(&params(&[("size", "128")]), &ctx(1)).is_ok());
+        assert!(Latency.setup(&config(&[("size", "128")]), &ctx(1)).is_ok());
     }
 
     #[test]
     fn latency_two_workers_by_hand_verify() {
         // 249 lines: no op count here is a whole number of cycles.
         let p = Latency
-            .setup(&params(&[("size", "15936")]), &ctx(2))
+            .setup(&config(&[("size", "15936")]), &ctx(2))
             .unwrap();
         for ops in [0u64, 1, 3, 17] {
             let slots = [slot(0, 2), slot(1, 2)];
@@ -386,7 +395,7 @@ mod tests {
     #[test]
     fn latency_walk_matches_direct_chase() {
         // 256 lines, 1024 loads: four times round the cycle, back to line 0.
-        let p = Latency.setup(&params(&[("size", "16K")]), &ctx(1)).unwrap();
+        let p = Latency.setup(&config(&[("size", "16K")]), &ctx(1)).unwrap();
         let mut w = p.worker(slot(0, 1)).unwrap();
         w.step(1);
         assert_eq!(w.finish().checksum, 0);
@@ -395,7 +404,7 @@ mod tests {
     #[test]
     fn latency_corrupt_and_wrong_counts_fail() {
         let p = Latency
-            .setup(&params(&[("size", "4K"), ("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("size", "4K"), ("corrupt", "1")]), &ctx(1))
             .unwrap();
         let s = slot(0, 1);
         let mut w = p.worker(s).unwrap();

@@ -4,9 +4,10 @@
 //!
 //! * [`workload`]: the trait and what a workload tells a plan
 //!   ([`WorkloadInfo`]);
-//! * [`params`]: `--param K=V` and its parsers, checked once when a run is
-//!   planned ([`resolve_params`], [`check_param_types`], then each
-//!   workload's `check`);
+//! * [`params`]: `--param K=V` and its parsers, read once when a run is
+//!   planned ([`resolve_checked`], then each workload's `parse`);
+//! * [`config`]: what a workload's `parse` returns and its set-up takes
+//!   ([`WorkloadConfig`]), carried from the plan to the worker processes;
 //! * [`error`]: what a workload can fail with;
 //! * [`task_queue`]: the queue that deals out irregular work;
 //! * [`registry`]: the built-ins by name;
@@ -25,6 +26,7 @@ mod alloc_common;
 pub mod allocprobe;
 pub mod cache_scratch;
 pub mod cache_thrash;
+pub mod config;
 pub mod error;
 pub mod jbb;
 pub mod larson;
@@ -44,11 +46,12 @@ mod testing;
 pub mod workload;
 pub mod xmalloc;
 
+pub use config::WorkloadConfig;
 pub use error::{ParamError, WorkloadError, WrongResult};
 pub use params::{param_bytes, param_corrupt, param_u64, Params};
 pub use registry::{builtin, builtin_names};
 pub use task_queue::{QueueWords, TaskQueue, QUEUE_WORDS};
 pub use workload::{
-    check_param_types, resolve_params, ParamSpec, ProcessContext, ProcessState, TimeMetric,
-    WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    check_param_types, resolve_checked, resolve_params, ParamSpec, ProcessContext, ProcessState,
+    TimeMetric, WorkSplit, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };

@@ -21,11 +21,12 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+use crate::config::MandelSettings as Settings;
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
-    WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 
 use super::pool::{self, Job};
 
@@ -153,22 +154,29 @@ impl Workload for Mandel {
         }
     }
 
-    fn setup(
-        &self,
-        params: &Params,
-        ctx: &ProcessContext,
-    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let ([w, h, iters], corrupt) = parse(params)?;
-        pool::setup(MandelJob { w, h, iters }, ctx, corrupt)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Mandel(settings(&params)?))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
+    fn setup(
+        &self,
+        config: &WorkloadConfig,
+        ctx: &ProcessContext,
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Mandel(Settings {
+            dims: [w, h, iters],
+            corrupt,
+        }) = *config
+        else {
+            return Err(config.not_for("mandel"));
+        };
+        pool::setup(MandelJob { w, h, iters }, ctx, corrupt)
     }
 }
 
-/// Width, height, iterations and the test-only corrupt switch.
-fn parse(params: &Params) -> Result<([u32; 3], bool), WorkloadError> {
+/// The parameters (defaults filled in), range-checked.
+fn settings(params: &Params) -> Result<Settings, WorkloadError> {
     let mut dims = [0u32; 3];
     for (d, name) in dims.iter_mut().zip(["width", "height", "iters"]) {
         let v = param_u64(params, name)?;
@@ -181,7 +189,10 @@ fn parse(params: &Params) -> Result<([u32; 3], bool), WorkloadError> {
         }
         *d = v as u32;
     }
-    Ok((dims, crate::params::param_corrupt(params)?))
+    Ok(Settings {
+        dims,
+        corrupt: crate::params::param_corrupt(params)?,
+    })
 }
 
 #[cfg(test)]

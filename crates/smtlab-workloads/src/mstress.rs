@@ -27,8 +27,10 @@ use crate::{
 };
 
 use super::alloc_common::{param_count, tag_of, worker_seed, Block, Ledger, Rng, Sizes, Tally};
+use crate::config::MstressSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
+use crate::{resolve_checked, WorkloadConfig};
 
 pub struct Mstress;
 
@@ -83,16 +85,19 @@ impl Workload for Mstress {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Mstress(settings) = *config else {
+            return Err(config.not_for("mstress"));
+        };
         let Settings {
             batch,
             keep,
             sizes,
             seed,
             corrupt,
-        } = Settings::parse(params)?;
+        } = settings;
         Ok(Box::new(MstressProcess {
             batch,
             keep,
@@ -103,18 +108,10 @@ impl Workload for Mstress {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        Settings::parse(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Mstress(Settings::parse(&params)?))
     }
-}
-
-/// The parameters, range-checked (shared by `setup` and `check`).
-struct Settings {
-    batch: u64,
-    keep: u64,
-    sizes: Sizes,
-    seed: u64,
-    corrupt: bool,
 }
 
 impl Settings {
@@ -273,15 +270,15 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&Mstress.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&Mstress, kv).unwrap()
     }
 
     #[test]
     fn mstress_generations_hand_over_and_verify() {
         for keep in ["0", "50", "100"] {
             let p = Mstress
-                .setup(&params(&[("batch", "64"), ("keep", keep)]), &ctx(2))
+                .setup(&config(&[("batch", "64"), ("keep", keep)]), &ctx(2))
                 .unwrap();
             let slots = [slot(0, 2), slot(1, 2)];
             let results: Vec<_> = slots
@@ -298,7 +295,7 @@ mod tests {
             assert_eq!(p.verify(&results), Ok(()), "keep={keep}");
         }
         // A quota cuts the last generation short.
-        let p = Mstress.setup(&params(&[("batch", "64")]), &ctx(1)).unwrap();
+        let p = Mstress.setup(&config(&[("batch", "64")]), &ctx(1)).unwrap();
         let s = WorkerSlot {
             quota: Some(100),
             ..slot(0, 1)
@@ -309,7 +306,7 @@ mod tests {
         assert_eq!(p.verify(&[(s, w.finish())]), Ok(()));
 
         let p = Mstress
-            .setup(&params(&[("batch", "10"), ("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("batch", "10"), ("corrupt", "1")]), &ctx(1))
             .unwrap();
         let mut w = p.worker(slot(0, 1)).unwrap();
         w.step(30);
@@ -327,8 +324,7 @@ mod tests {
             ("max_size", "9999999"),
             ("corrupt", "2"),
         ] {
-            let e = Mstress
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&Mstress, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");

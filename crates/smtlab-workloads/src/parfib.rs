@@ -14,11 +14,12 @@
 //! Verified: the grand total of all workers equals `work * nfib n` by the
 //! closed form `nfib n = 2 fib (n+1) - 1` (see `pool.rs`).
 
+use crate::config::ParfibSettings as Settings;
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
-    WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 
 use super::pool::{self, Job};
 
@@ -178,22 +179,30 @@ impl Workload for Parfib {
         }
     }
 
-    fn setup(
-        &self,
-        params: &Params,
-        ctx: &ProcessContext,
-    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (n, threshold, corrupt) = parse(params)?;
-        pool::setup(ParfibJob::new(n, threshold), ctx, corrupt)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Parfib(settings(&params)?))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
+    fn setup(
+        &self,
+        config: &WorkloadConfig,
+        ctx: &ProcessContext,
+    ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Parfib(Settings {
+            n,
+            threshold,
+            corrupt,
+        }) = *config
+        else {
+            return Err(config.not_for("parfib"));
+        };
+        pool::setup(ParfibJob::new(n, threshold), ctx, corrupt)
     }
 }
 
-/// n, the threshold and the test-only corrupt switch, range-checked.
-fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
+/// The parameters (defaults filled in), range-checked.
+fn settings(params: &Params) -> Result<Settings, WorkloadError> {
     let n = param_u64(params, "n")?;
     if n > MAX_N {
         return Err(WorkloadError::param(
@@ -211,7 +220,11 @@ fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
         ));
     }
     let corrupt = crate::params::param_corrupt(params)?;
-    Ok((n as u32, threshold as u32, corrupt))
+    Ok(Settings {
+        n: n as u32,
+        threshold: threshold as u32,
+        corrupt,
+    })
 }
 
 #[cfg(test)]

@@ -338,9 +338,9 @@ pub fn run_by_hand(
     work: u64,
 ) -> anyhow::Result<Result<(), WrongResult>> {
     use crate::testing;
-    let params = testing::params(&w.info(), params).map_err(anyhow::Error::msg)?;
+    let config = testing::config(w, params)?;
     let ctx = testing::ctx_mode(threads, Mode::FixedWork { work });
-    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&params, &ctx)?);
+    let state: Arc<dyn ProcessState> = Arc::from(w.setup(&config, &ctx)?);
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let state = state.clone();

@@ -8,10 +8,11 @@
 //! value is verified exactly for any number of operations without redoing
 //! the work.
 
+use crate::config::SpinSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, resolve_checked, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
+    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadConfig, WorkloadInfo,
 };
 
 const A: u64 = 6364136223846793005;
@@ -64,26 +65,24 @@ impl Workload for Spin {
         }
     }
 
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Spin(Settings {
+            seed: param_u64(&params, "seed")?,
+            corrupt: crate::params::param_corrupt(&params)?,
+        }))
+    }
+
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (seed, corrupt) = parse(params)?;
+        let WorkloadConfig::Spin(Settings { seed, corrupt }) = *config else {
+            return Err(config.not_for("spin"));
+        };
         Ok(Box::new(SpinProcess { seed, corrupt }))
     }
-
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
-    }
-}
-
-/// The seed and the test-only corrupt switch.
-fn parse(params: &Params) -> Result<(u64, bool), WorkloadError> {
-    Ok((
-        param_u64(params, "seed")?,
-        crate::params::param_corrupt(params)?,
-    ))
 }
 
 struct SpinProcess {
@@ -169,13 +168,13 @@ mod tests {
 
     #[test]
     fn verification_accepts_real_work_and_rejects_corruption() {
-        let params = crate::resolve_params(&Spin.info(), &Params::new()).unwrap();
+        let config = Spin.parse(&Params::new()).unwrap();
         // One process running worker 3 of a 4-worker point.
         let ctx = ProcessContext {
             workers: 4,
             ..crate::testing::ctx(1)
         };
-        let p = Spin.setup(&params, &ctx).unwrap();
+        let p = Spin.setup(&config, &ctx).unwrap();
         let slot = WorkerSlot {
             worker: 3,
             workers: 4,
@@ -194,9 +193,8 @@ mod tests {
         };
         assert!(p.verify(&[(slot, bad)]).unwrap_err().contains("checksum"));
 
-        let mut params = params;
-        params.insert("corrupt".into(), "1".into());
-        let p = Spin.setup(&params, &ctx).unwrap();
+        let corrupt = Params::from([("corrupt".to_string(), "1".to_string())]);
+        let p = Spin.setup(&Spin.parse(&corrupt).unwrap(), &ctx).unwrap();
         let mut w = p.worker(slot).unwrap();
         w.step(1);
         assert!(p.verify(&[(slot, w.finish())]).is_err());

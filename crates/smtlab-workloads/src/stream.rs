@@ -30,10 +30,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::config::StreamSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_bytes, param_corrupt, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
+    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 
 /// Elements of each array one operation processes (8 KiB of each array):
 /// small enough that an operation takes about a microsecond, large enough
@@ -99,26 +102,29 @@ impl Workload for Stream {
         }
     }
 
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Stream(settings(&params)?))
+    }
+
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         _ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (blocks, corrupt) = parse(params)?;
+        let WorkloadConfig::Stream(Settings { blocks, corrupt }) = *config else {
+            return Err(config.not_for("stream"));
+        };
         Ok(Box::new(StreamProcess {
             blocks,
             corrupt,
             problems: Arc::new(Mutex::new(BTreeMap::new())),
         }))
     }
-
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
-    }
 }
 
-/// Blocks per array and the test-only corrupt switch.
-fn parse(params: &Params) -> Result<(u64, bool), WorkloadError> {
+/// The parameters (defaults filled in), range-checked.
+fn settings(params: &Params) -> Result<Settings, WorkloadError> {
     let size = param_bytes(params, "size")?;
     let unit = 3 * 8 * ELEMS_PER_OP as u64;
     if size < unit || size % unit != 0 {
@@ -131,7 +137,10 @@ fn parse(params: &Params) -> Result<(u64, bool), WorkloadError> {
             ),
         ));
     }
-    Ok((size / unit, param_corrupt(params)?))
+    Ok(Settings {
+        blocks: size / unit,
+        corrupt: param_corrupt(params)?,
+    })
 }
 
 struct StreamProcess {
@@ -303,6 +312,10 @@ mod tests {
         testing::params(&Stream.info(), kv).unwrap()
     }
 
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&Stream, kv).unwrap()
+    }
+
     #[test]
     fn stream_triad_computes_b_plus_s_c() {
         // An odd length exercises the vector loop's scalar tail.
@@ -341,20 +354,19 @@ mod tests {
             ("size", "12MB"),
             ("corrupt", "2"),
         ] {
-            let e = Stream
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&Stream, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");
         }
-        assert!(Stream.setup(&params(&[("size", "48K")]), &ctx(1)).is_ok());
+        assert!(Stream.setup(&config(&[("size", "48K")]), &ctx(1)).is_ok());
     }
 
     /// Partial passes, whole passes, and passes wrapping the scalar all
     /// check out; the worker loop is imitated by hand.
     #[test]
     fn stream_two_workers_by_hand_verify() {
-        let p = Stream.setup(&params(&[("size", "72K")]), &ctx(2)).unwrap();
+        let p = Stream.setup(&config(&[("size", "72K")]), &ctx(2)).unwrap();
         for ops in [0u64, 1, 2, 3, 7, 3 * 1025 + 2] {
             let slots = [slot(0, 2), slot(1, 2)];
             let results: Vec<_> = slots
@@ -394,7 +406,7 @@ mod tests {
             .contains("wrong after 4 ops"));
 
         let p = Stream
-            .setup(&params(&[("size", "72K"), ("corrupt", "1")]), &ctx(1))
+            .setup(&config(&[("size", "72K"), ("corrupt", "1")]), &ctx(1))
             .unwrap();
         let mut w = p.worker(s).unwrap();
         w.step(4);
@@ -407,7 +419,7 @@ mod tests {
 
     #[test]
     fn stream_quota_is_checked() {
-        let p = Stream.setup(&params(&[("size", "24K")]), &ctx(1)).unwrap();
+        let p = Stream.setup(&config(&[("size", "24K")]), &ctx(1)).unwrap();
         let s = WorkerSlot {
             quota: Some(3),
             ..slot(0, 1)

@@ -14,11 +14,12 @@
 //! Verified: the grand total of all workers equals `work` times the sum of
 //! a totient sieve computed at set-up (see `pool.rs`).
 
+use crate::config::SumeulerSettings as Settings;
 use crate::error::WorkloadError;
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload,
-    WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 
 use super::pool::{self, Job};
 
@@ -129,23 +130,26 @@ impl Workload for SumEuler {
         }
     }
 
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Sumeuler(settings(&params)?))
+    }
+
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
-        let (n, chunk, corrupt) = parse(params)?;
+        let WorkloadConfig::Sumeuler(Settings { n, chunk, corrupt }) = *config else {
+            return Err(config.not_for("sumeuler"));
+        };
         let chunks = (u64::from(n) + 1).div_ceil(u64::from(chunk));
         pool::setup(SumEulerJob { n, chunk, chunks }, ctx, corrupt)
     }
-
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        parse(params).map(drop)
-    }
 }
 
-/// n, the chunk and the test-only corrupt switch, range-checked.
-fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
+/// The parameters (defaults filled in), range-checked.
+fn settings(params: &Params) -> Result<Settings, WorkloadError> {
     let n = param_u64(params, "n")?;
     // The sum grows as 0.3 n^2: 10^8 keeps it (and the sieve) small.
     if n > 100_000_000 {
@@ -160,7 +164,11 @@ fn parse(params: &Params) -> Result<(u32, u32, bool), WorkloadError> {
         ));
     }
     let corrupt = crate::params::param_corrupt(params)?;
-    Ok((n as u32, chunk as u32, corrupt))
+    Ok(Settings {
+        n: n as u32,
+        chunk: chunk as u32,
+        corrupt,
+    })
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 
 use smtlab_types::Mode;
 
-use crate::error::ParamError;
+use crate::error::{ParamError, WorkloadError};
 use crate::params::Params;
 use crate::task_queue::TaskQueue;
 use crate::workload::resolve_params;
-use crate::{ProcessContext, WorkerSlot, Workload, WorkloadInfo};
+use crate::{ProcessContext, WorkerSlot, Workload, WorkloadConfig, WorkloadInfo};
 
 /// A single process running `threads` workers in `mode`.
 pub fn ctx_mode(threads: usize, mode: Mode) -> ProcessContext {
@@ -45,6 +45,19 @@ pub fn params(info: &WorkloadInfo, kv: &[(&str, &str)]) -> Result<Params, ParamE
     resolve_params(info, &given)
 }
 
+/// `kv` as `workload` parses it (defaults filled in, checked): what its
+/// set-up takes.
+pub fn config(
+    workload: &dyn Workload,
+    kv: &[(&str, &str)],
+) -> Result<WorkloadConfig, WorkloadError> {
+    let given = kv
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    workload.parse(&given)
+}
+
 /// `workload` set up with `kv` in one process of `threads` workers, every
 /// worker stepped by each of `steps` in turn: each worker's reported
 /// operations and checksum (a seeded run's result, to pin).
@@ -55,7 +68,7 @@ pub fn seeded_results(
     steps: &[u64],
 ) -> Vec<(u64, u64)> {
     let p = workload
-        .setup(&params(&workload.info(), kv).unwrap(), &ctx(threads))
+        .setup(&config(workload, kv).unwrap(), &ctx(threads))
         .unwrap();
     let mut ws: Vec<_> = (0..threads)
         .map(|t| p.worker(slot(t, threads)).unwrap())

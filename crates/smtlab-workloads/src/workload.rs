@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use smtlab_types::Mode;
 
+use crate::config::WorkloadConfig;
 use crate::error::{ParamError, WorkloadError, WrongResult};
 use crate::params::{param_bytes, param_u64, Params};
 use crate::task_queue::TaskQueue;
@@ -179,21 +180,22 @@ pub struct WorkerResult {
 pub trait Workload: Send + Sync {
     fn info(&self) -> WorkloadInfo;
 
-    /// Set up once per process. `params` has every declared parameter
-    /// (defaults filled in). Errors name the parameter at fault.
+    /// Parse `params` (as given: defaults are filled in here, unknown names
+    /// and values not of their default's type refused) into this
+    /// workload's [`WorkloadConfig`], range-checked. Called once, when a
+    /// run is planned, so a value out of range is refused there (exit 2,
+    /// nothing started) instead of failing every sample; the workers set
+    /// up from what it returns.
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError>;
+
+    /// Set up once per process from `config`, what [`Workload::parse`]
+    /// returned. Another workload's config is refused
+    /// ([`WorkloadConfig::not_for`]).
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError>;
-
-    /// Check `params` (every declared parameter, defaults filled in) as
-    /// [`Workload::setup`] will, building nothing. `smtlab run` calls it
-    /// when the run is planned, so a value out of range is refused there
-    /// (exit 2, nothing started) instead of failing every sample; each
-    /// workload's `setup` and `check` share one parse, so they cannot
-    /// disagree.
-    fn check(&self, params: &Params) -> Result<(), WorkloadError>;
 }
 
 pub trait ProcessState: Send + Sync {
@@ -229,7 +231,7 @@ pub trait WorkerState: Send {
 /// Refuse a given value that does not have the type of its default (an
 /// integer, or a size like 384MiB), so a typo is refused when the run is
 /// planned instead of failing every sample. Ranges are each workload's
-/// own: [`Workload::check`].
+/// own: [`Workload::parse`].
 pub fn check_param_types(info: &WorkloadInfo, given: &Params) -> Result<(), ParamError> {
     for p in &info.params {
         let Some(v) = given.get(p.name) else { continue };
@@ -282,4 +284,14 @@ pub fn resolve_params(info: &WorkloadInfo, given: &Params) -> Result<Params, Par
             )
         })
         .collect())
+}
+
+/// `given` with the workload's defaults filled in, once its names
+/// ([`resolve_params`]) and its values' types ([`check_param_types`]) are
+/// checked, in that order: what every workload's [`Workload::parse`] reads
+/// its settings from.
+pub fn resolve_checked(info: &WorkloadInfo, given: &Params) -> Result<Params, ParamError> {
+    let resolved = resolve_params(info, given)?;
+    check_param_types(info, given)?;
+    Ok(resolved)
 }

@@ -29,8 +29,10 @@ use super::alloc_common::{
     block_size_params, param_count, param_touch, worker_seed, Block, Ledger, NewBlocks, Rng, Sizes,
     Tally,
 };
+use crate::config::XmallocSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::params::param_corrupt;
+use crate::{resolve_checked, WorkloadConfig};
 
 pub struct Xmalloc;
 
@@ -87,11 +89,14 @@ impl Workload for Xmalloc {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Xmalloc(settings) = *config else {
+            return Err(config.not_for("xmalloc"));
+        };
         Ok(Box::new(XmallocProcess {
-            settings: Settings::parse(params)?,
+            settings,
             threads: ctx.threads,
             shared: Arc::new(Shared {
                 ledger: Ledger::new("xmalloc"),
@@ -100,19 +105,10 @@ impl Workload for Xmalloc {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        Settings::parse(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Xmalloc(Settings::parse(&params)?))
     }
-}
-
-/// The parameters, range-checked (shared by `setup` and `check`).
-struct Settings {
-    batch: u64,
-    depth: usize,
-    sizes: Sizes,
-    touch: usize,
-    seed: u64,
-    corrupt: bool,
 }
 
 impl Settings {
@@ -246,8 +242,8 @@ mod tests {
     use super::*;
     use crate::testing::{self, ctx, slot};
 
-    fn params(kv: &[(&str, &str)]) -> Params {
-        testing::params(&Xmalloc.info(), kv).unwrap()
+    fn config(kv: &[(&str, &str)]) -> WorkloadConfig {
+        testing::config(&Xmalloc, kv).unwrap()
     }
 
     fn run(p: &dyn ProcessState, threads: usize, steps: &[u64]) -> Vec<(WorkerSlot, WorkerResult)> {
@@ -269,18 +265,18 @@ mod tests {
     fn xmalloc_batches_cross_threads_and_verify() {
         // A small depth: some batches are refused and freed by their producer.
         let p = Xmalloc
-            .setup(&params(&[("batch", "7"), ("depth", "2")]), &ctx(2))
+            .setup(&config(&[("batch", "7"), ("depth", "2")]), &ctx(2))
             .unwrap();
         let results = run(&*p, 2, &[1, 30, 5, 100, 3]);
         assert_eq!(results[0].1.ops, 139);
         assert_eq!(p.verify(&results), Ok(()));
 
-        let p = Xmalloc.setup(&params(&[("batch", "7")]), &ctx(1)).unwrap();
+        let p = Xmalloc.setup(&config(&[("batch", "7")]), &ctx(1)).unwrap();
         let results = run(&*p, 1, &[10, 20]);
         assert_eq!(p.verify(&results), Ok(()));
 
         let p = Xmalloc
-            .setup(&params(&[("corrupt", "1")]), &ctx(2))
+            .setup(&config(&[("corrupt", "1")]), &ctx(2))
             .unwrap();
         let results = run(&*p, 2, &[50]);
         assert!(p.verify(&results).unwrap_err().contains("pattern"));
@@ -295,8 +291,7 @@ mod tests {
             ("touch", "0"),
             ("corrupt", "3"),
         ] {
-            let e = Xmalloc
-                .setup(&params(&[(k, v)]), &ctx(1))
+            let e = testing::config(&Xmalloc, &[(k, v)])
                 .err()
                 .unwrap_or_else(|| panic!("{k}={v} accepted"));
             assert!(e.to_string().contains(&format!("--param {k}=")), "{e}");

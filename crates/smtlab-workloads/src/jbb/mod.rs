@@ -46,11 +46,13 @@ use std::sync::{Arc, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::config::JbbSettings as Settings;
 use crate::error::{WorkloadError, WrongResult};
 use crate::{
-    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric,
-    WorkerResult, WorkerSlot, WorkerState, Workload, WorkloadInfo,
+    param_u64, ParamSpec, Params, ProcessContext, ProcessState, TimeMetric, WorkerResult,
+    WorkerSlot, WorkerState, Workload, WorkloadInfo,
 };
+use crate::{resolve_checked, WorkloadConfig};
 use company::Company;
 use warehouse::{Config, Warehouse};
 
@@ -137,15 +139,27 @@ impl Workload for Jbb {
 
     fn setup(
         &self,
-        params: &Params,
+        config: &WorkloadConfig,
         ctx: &ProcessContext,
     ) -> Result<Box<dyn ProcessState>, WorkloadError> {
+        let WorkloadConfig::Jbb(settings) = *config else {
+            return Err(config.not_for("jbb"));
+        };
         let Settings {
             seed,
             items,
-            cfg,
+            customers,
+            initial_orders,
+            max_orders,
+            max_history,
             corrupt,
-        } = Settings::parse(params)?;
+        } = settings;
+        let cfg = Config {
+            customers,
+            initial_orders,
+            max_orders,
+            max_history,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         Ok(Box::new(JbbProcess {
             company: Arc::new(Company::build(&mut rng, items, cfg.customers)),
@@ -156,20 +170,14 @@ impl Workload for Jbb {
         }))
     }
 
-    fn check(&self, params: &Params) -> Result<(), WorkloadError> {
-        Settings::parse(params).map(drop)
+    fn parse(&self, params: &Params) -> Result<WorkloadConfig, WorkloadError> {
+        let params = resolve_checked(&self.info(), params)?;
+        Ok(WorkloadConfig::Jbb(Settings::parse(&params)?))
     }
 }
 
-/// The parameters, range-checked (shared by `setup` and `check`).
-struct Settings {
-    seed: u64,
-    items: usize,
-    cfg: Config,
-    corrupt: bool,
-}
-
 impl Settings {
+    /// The parameters (defaults filled in), range-checked.
     fn parse(params: &Params) -> Result<Settings, WorkloadError> {
         let corrupt = ranged(params, "corrupt", 0, 1)? == 1;
         let seed = param_u64(params, "seed")?;
@@ -204,12 +212,10 @@ impl Settings {
         Ok(Settings {
             seed,
             items,
-            cfg: Config {
-                customers,
-                initial_orders,
-                max_orders,
-                max_history,
-            },
+            customers,
+            initial_orders,
+            max_orders,
+            max_history,
             corrupt,
         })
     }

@@ -286,7 +286,8 @@ fn checks_catch_broken_tables() {
 }
 
 fn run_workers(p: &Params, threads: usize, txs: u64) -> Result<(), WrongResult> {
-    let state: Arc<dyn ProcessState> = Arc::from(Jbb.setup(p, &ctx(threads)).unwrap());
+    let state: Arc<dyn ProcessState> =
+        Arc::from(Jbb.setup(&Jbb.parse(p).unwrap(), &ctx(threads)).unwrap());
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let state = state.clone();
@@ -324,7 +325,7 @@ fn corrupt_fails_verification_with_a_reason() {
 #[test]
 fn verify_rejects_mismatched_results() {
     let p = small();
-    let state = Jbb.setup(&p, &ctx(1)).unwrap();
+    let state = Jbb.setup(&Jbb.parse(&p).unwrap(), &ctx(1)).unwrap();
     let s = slot(0, 1);
     let mut w = state.worker(s).unwrap();
     w.step(100);
@@ -360,7 +361,6 @@ fn same_seed_same_result() {
 
 #[test]
 fn bad_params_name_the_parameter() {
-    let c = ctx(1);
     for (k, v) in [
         ("customers", "0"),
         ("items", "x"),
@@ -368,8 +368,7 @@ fn bad_params_name_the_parameter() {
         ("max_orders", "10"),
         ("max_history", "5"),
     ] {
-        let e = Jbb
-            .setup(&params(&[(k, v)]), &c)
+        let e = testing::config(&Jbb, &[(k, v)])
             .err()
             .unwrap_or_else(|| panic!("{k}={v} accepted"))
             .to_string();

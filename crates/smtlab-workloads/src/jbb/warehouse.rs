@@ -864,10 +864,12 @@ impl Warehouse {
         for &id in &dist.new_orders {
             match dist.order(id) {
                 Some(o) if o.carrier == 0 && id > prev => prev = id,
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "district {d1}: new-order entry {id} is not an undelivered order in sequence"
                 )
-                .into()),
+                    .into())
+                }
             }
         }
         if let Some(c) = dist
