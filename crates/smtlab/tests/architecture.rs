@@ -1077,7 +1077,7 @@ const SHARED_WORDS: [&str; 2] = ["connections", "messages"];
 /// would make it twice.
 const NOT_EXTRAS: [(&str, &[&str], &str); 2] = [
     (
-        "smtlab-study/src/comm_findings.rs",
+        "smtlab-study/src/comm_tables.rs",
         &[
             "diffs",
             "locks",
