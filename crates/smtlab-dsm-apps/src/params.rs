@@ -150,7 +150,7 @@ const TSP_PARAMS: &[ParamSpec] = &[
 
 /// SOR: the grid is `(n + 2) x (n + 2)` with a fixed boundary; `iterations`
 /// red-black sweeps with the over-relaxation factor [`crate::sor::OMEGA`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SorParams {
     pub n: usize,
     pub iterations: usize,
@@ -158,7 +158,7 @@ pub struct SorParams {
 
 /// LU: an `n x n` matrix in `block x block` blocks (`block` divides `n`),
 /// generated from `seed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LuParams {
     pub n: usize,
     pub block: usize,
@@ -167,7 +167,7 @@ pub struct LuParams {
 
 /// TSP: `cities` cities with distances from `seed`; each job fixes the
 /// `depth` cities after city 0 (`1 <= depth <= cities - 2`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TspParams {
     pub cities: usize,
     pub seed: u64,
@@ -175,7 +175,7 @@ pub struct TspParams {
 }
 
 /// One application with its checked parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AppParams {
     Sor(SorParams),
     Lu(LuParams),

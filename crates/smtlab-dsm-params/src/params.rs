@@ -24,7 +24,7 @@ pub fn pages_of(words: usize) -> usize {
 pub const MAX_LOSS: f64 = 0.5;
 
 /// The DSM's parameters of a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DsmParams {
     /// Probability that a datagram is dropped on send (benchmarks, tests).
     pub loss: f64,
@@ -80,7 +80,7 @@ impl RanksFrom {
 /// A DSM point's parameters parsed: the application's and the DSM's.
 /// Parsed once (when a run is planned); each rank count of the plan is
 /// then checked against them ([`DsmPointParams::check_ranks`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DsmPointParams {
     pub app: AppParams,
     pub dsm: DsmParams,
@@ -295,5 +295,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "--workload fft: not a DSM application (sor, lu, tsp)");
+    }
+
+    /// A point's parameters reach its rank processes as planned (JSON),
+    /// not as `--param` text: every application's, with the DSM's, comes
+    /// back equal.
+    #[test]
+    fn a_points_parameters_cross_to_its_ranks_as_planned() {
+        for (app, kv) in [
+            ("sor", &[("n", "64"), ("per_node", "2")][..]),
+            ("lu", &[("n", "64"), ("block", "16"), ("loss", "0.05")][..]),
+            ("tsp", &[][..]),
+        ] {
+            let planned = DsmPointParams::parse(app, &map(kv)).unwrap();
+            let json = serde_json::to_string(&planned).unwrap();
+            let back: DsmPointParams = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, planned, "{app}: {json}");
+        }
     }
 }

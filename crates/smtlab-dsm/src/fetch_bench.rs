@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use smtlab_dsm_apps::{Home, Shared, Words};
+use smtlab_dsm_params::DsmPointParams;
 use smtlab_sys::{DsmRegion, PageAccess, DSM_PAGE};
 use smtlab_types::{Comm, CpuSet};
 
@@ -89,9 +90,9 @@ pub fn page_fetch_ns(comm: Comm, rounds: usize, cpus: [Option<u32>; 2]) -> Resul
     let handles: Vec<_> = (0..2)
         .map(|rank| {
             let args = RankArgs {
-                app: "sor".into(),
                 comm,
-                params: BTreeMap::new(),
+                params: DsmPointParams::parse("sor", &BTreeMap::new())
+                    .expect("sor's defaults are valid"),
                 rank,
                 ranks: 2,
                 rendezvous: Rendezvous::Dir(dir.clone()),

@@ -6,13 +6,12 @@
 //! rendezvous once every rank is past the first barrier; a rank that fails
 //! leaves it ([`Rendezvous::leave`]).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use smtlab_dsm_apps::{App, AppParams, Shared};
-use smtlab_dsm_params::{region_pages, DsmParams};
+use smtlab_dsm_apps::Shared;
+use smtlab_dsm_params::{region_pages, DsmPointParams};
 use smtlab_msg::{Config, Endpoint, Fault, UdpTransport};
 use smtlab_types::Comm;
 
@@ -29,10 +28,11 @@ const FINISH_LIMIT: Duration = Duration::from_secs(30);
 /// What one rank needs to run.
 #[derive(Debug, Clone)]
 pub struct RankArgs {
-    pub app: String,
     pub comm: Comm,
-    /// The application's and the DSM's `--param`s, already checked.
-    pub params: BTreeMap<String, String>,
+    /// The application (with its parameters) and the DSM's parameters,
+    /// parsed and checked once where the user gave them: a rank reads no
+    /// `--param` text.
+    pub params: DsmPointParams,
     pub rank: usize,
     pub ranks: usize,
     pub rendezvous: Rendezvous,
@@ -64,12 +64,8 @@ fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
         rank: args.rank,
         what,
     };
-    let app: App = args
-        .app
-        .parse()
-        .map_err(|_| fail(format!("`{}` is not a DSM application", args.app)))?;
-    let app_params = AppParams::parse(app, &args.params).map_err(|e| fail(e.to_string()))?;
-    let dsm = DsmParams::parse(&args.params).map_err(|e| fail(e.to_string()))?;
+    let app_params = args.params.app;
+    let dsm = args.params.dsm;
     let pages = region_pages(&app_params, args.ranks);
     let (node, threads) = start_node(args, dsm.loss, pages)?;
 
@@ -117,7 +113,7 @@ fn run_one(args: &RankArgs) -> Result<Option<RunReport>, RankError> {
         .map(|r| r.end_s)
         .fold(f64::NEG_INFINITY, f64::max);
     Ok(Some(RunReport {
-        app: args.app.clone(),
+        app: app_params.app().to_string(),
         comm: args.comm,
         ranks: args.ranks,
         wall_s: last - first,

@@ -4,17 +4,20 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use smtlab_dsm::{run_local_threads, RankArgs, Rendezvous};
+use smtlab_dsm::{run_local_threads, DsmPointParams, RankArgs, Rendezvous};
 use smtlab_types::Comm;
 
 fn args(app: &str, comm: Comm, ranks: usize, params: &[(&str, &str)]) -> RankArgs {
     RankArgs {
-        app: app.into(),
         comm,
-        params: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
+        params: DsmPointParams::parse(
+            app,
+            &params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        )
+        .unwrap_or_else(|e| panic!("{app} {params:?}: {e}")),
         rank: 0,
         ranks,
         rendezvous: Rendezvous::Dir(std::env::temp_dir()),

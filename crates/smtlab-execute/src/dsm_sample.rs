@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use smtlab_counters::rusage::{sum_usage, usage_from_wait4};
-use smtlab_dsm::{DsmParams, DsmPointParams, RunReport};
+use smtlab_dsm::{DsmPointParams, RunReport};
 use smtlab_sys::{self as sys, ChildEnd};
 use smtlab_types::extras::dsm;
 use smtlab_types::{
@@ -43,8 +43,8 @@ const MEET_TIMEOUT_S: u64 = 60;
 const KEEP_STDERR: usize = 4096;
 
 /// Run one sample of a DSM point with its parameters, parsed and checked
-/// when the run was planned (the ranks, processes of their own, are handed
-/// the point's text).
+/// when the run was planned; the ranks, processes of their own, are handed
+/// them as planned (`__rank --planned JSON`), not the point's text.
 pub fn run(
     point: &Point,
     dsm: &DsmPointParams,
@@ -53,7 +53,7 @@ pub fn run(
     warmup: bool,
 ) -> Outcome {
     let per_node = dsm.dsm.per_node;
-    let Program::Ranks { app, comm, params } = &point.program else {
+    let Program::Ranks { comm, .. } = &point.program else {
         unreachable!("dsm_sample::run is only called for DSM points");
     };
     let started_at = sys::unix_now_s();
@@ -84,18 +84,18 @@ pub fn run(
     let ranks = point.workers;
     // Each sample its own loss pattern, the same again in a rerun.
     let seed = ((point.index as u64) << 32) ^ seq as u64;
+    let planned = serde_json::to_string(dsm).expect("planned parameters serialise");
     let command = |rank: usize| {
         let mut cmd = Command::new(&ctx.exe);
         cmd.arg("__rank")
-            .args(["--app", app, "--comm", comm.as_str()])
+            .args(["--comm", comm.as_str()])
             .args(["--rank", &rank.to_string(), "--ranks", &ranks.to_string()])
             .arg("--rendezvous")
             .arg(format!("dir:{}", dir.path().display()))
             .args(["--bind", "127.0.0.1", "--seed", &seed.to_string()])
             .args(["--meet-timeout", &format!("{MEET_TIMEOUT_S}s")]);
-        for (k, v) in params {
-            cmd.arg("--param").arg(format!("{k}={v}"));
-        }
+        // The parameters as planned, not their text: a rank parses none.
+        cmd.arg("--planned").arg(&planned);
         cmd
     };
     let mut children = match spawn_ranks(point, per_node, ctx, command) {
@@ -132,7 +132,7 @@ pub fn run(
             .collect::<Vec<_>>(),
     );
     match rank_0_report(ctx, &children, &ended, &stderr, &report_text) {
-        Ok(report) => Outcome::Measured(Box::new(sample_of(
+        Ok(report) => Outcome::Measured(Box::new(dsm_sample(
             point, per_node, seq, warmup, started_at, &report, usage,
         ))),
         Err((status, reason)) => failed(status, reason, usage),
@@ -401,25 +401,9 @@ pub fn rank_cpus(point: &Point, per_node: usize, rank: usize) -> Option<Vec<u32>
 /// [`RunReport`] becomes a [`Sample`], for smtlab's own launch and for
 /// ranks a launcher started (`smtlab rank`). Verified is `ok` with the
 /// parallel section's wall time as the metric; else a wrong result, with
-/// the report's reason. `usage` is what is known of the ranks' processes.
+/// the report's reason. `per_node` is the point's ranks per node, as
+/// planned; `usage` is what is known of the ranks' processes.
 pub fn dsm_sample(
-    point: &Point,
-    seq: usize,
-    warmup: bool,
-    started_at: f64,
-    report: &RunReport,
-    usage: ResourceUsage,
-) -> Sample {
-    // `smtlab rank` records one sample: its point's `per_node`, read here.
-    let per_node = match &point.program {
-        Program::Ranks { params, .. } => DsmParams::parse(params).map_or(1, |p| p.per_node),
-        _ => 1,
-    };
-    sample_of(point, per_node, seq, warmup, started_at, report, usage)
-}
-
-/// [`dsm_sample`] for a point of `per_node` ranks per node.
-fn sample_of(
     point: &Point,
     per_node: usize,
     seq: usize,
@@ -820,7 +804,15 @@ mod tests {
     #[test]
     fn a_verified_report_is_an_ok_sample_with_its_extras() {
         let p = point("1", Some(vec![0, 1, 0, 1]));
-        let s = dsm_sample(&p, 3, false, 10.0, &report(true), ResourceUsage::default());
+        let s = dsm_sample(
+            &p,
+            1,
+            3,
+            false,
+            10.0,
+            &report(true),
+            ResourceUsage::default(),
+        );
         assert_eq!(s.status, SampleStatus::Ok);
         assert_eq!((s.metric, s.ops, s.seq), (Some(0.5), Some(40), 3));
         assert_eq!(s.workers.len(), 4);
@@ -833,6 +825,7 @@ mod tests {
         // Two ranks per node: pinned to two CPUs, no one CPU to name.
         let s = dsm_sample(
             &point("2", Some(vec![0, 1, 2, 3])),
+            2,
             0,
             false,
             0.0,
@@ -845,18 +838,26 @@ mod tests {
     #[test]
     fn an_unverified_or_short_report_is_no_result() {
         let p = point("1", None);
-        let s = dsm_sample(&p, 0, false, 0.0, &report(false), ResourceUsage::default());
+        let s = dsm_sample(
+            &p,
+            1,
+            0,
+            false,
+            0.0,
+            &report(false),
+            ResourceUsage::default(),
+        );
         assert_eq!(s.status, SampleStatus::WrongResult);
         assert_eq!(s.reason.as_deref(), Some("cell 3 differs"));
         assert_eq!(s.metric, None);
         let mut short = report(true);
         short.per_rank.pop();
-        let s = dsm_sample(&p, 0, false, 0.0, &short, ResourceUsage::default());
+        let s = dsm_sample(&p, 1, 0, false, 0.0, &short, ResourceUsage::default());
         assert_eq!(s.status, SampleStatus::Failed);
         assert_eq!(s.reason.as_deref(), Some("3 of 4 ranks reported"));
         let mut zero = report(true);
         zero.wall_s = 0.0;
-        let s = dsm_sample(&p, 0, false, 0.0, &zero, ResourceUsage::default());
+        let s = dsm_sample(&p, 1, 0, false, 0.0, &zero, ResourceUsage::default());
         assert_eq!(s.status, SampleStatus::Failed);
     }
 }

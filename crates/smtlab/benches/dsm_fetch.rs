@@ -39,7 +39,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use smtlab_dsm::{run_local_threads, RankArgs, Rendezvous};
+use smtlab_dsm::{run_local_threads, DsmPointParams, RankArgs, Rendezvous};
 use smtlab_types::Comm;
 
 const TARGET_RATIO: f64 = 1.5;
@@ -255,9 +255,8 @@ fn lossy_run(app: &str, comm: Comm) -> (serde_json::Value, bool) {
         .collect();
     p.insert("loss".into(), "0.05".into());
     let args = RankArgs {
-        app: app.into(),
         comm,
-        params: p,
+        params: DsmPointParams::parse(app, &p).expect("the benchmark's parameters are valid"),
         rank: 0,
         ranks: 2,
         rendezvous: Rendezvous::Dir(std::env::temp_dir()),

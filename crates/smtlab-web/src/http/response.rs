@@ -102,8 +102,8 @@ pub fn respond(site: &Site, req: &Request) -> Response {
 }
 
 /// The response to a request that could not be served (after
-/// [`Parsed::Error`], a timeout or overload): a short text, and the
-/// connection closed.
+/// [`Parsed::Error`](super::Parsed::Error), a timeout or overload): a
+/// short text, and the connection closed.
 pub fn error_response(status: Status, minor: u8) -> Response {
     let text = format!("{} {}\n", status.code(), status.reason()).into_bytes();
     let mut h = head(status, text.len() as u64, TEXT, None, false, minor);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use smtlab_analyse::summary::point_summaries;
-use smtlab_dsm::{LauncherRank, RankArgs as OneRank, Rendezvous, RunReport};
+use smtlab_dsm::{DsmPointParams, LauncherRank, RankArgs as OneRank, Rendezvous, RunReport};
 use smtlab_plan as plan;
 use smtlab_store::{RunStatus, Store};
 use smtlab_topology::Topology;
@@ -103,21 +103,26 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     // instead of waiting at the rendezvous for a rank that gave up. The
     // rank count is the launcher's, named by its variable.
     let ranks_from = smtlab_dsm::RanksFrom::Var(launcher.size_var());
-    smtlab_dsm::check_params(&a.workload, &params, launcher.size, ranks_from).map_err(usage)?;
+    // Parsed once, here, where the user gave them: the rank runs with
+    // these, and rank 0 records its sample with their `per_node`.
+    let planned = DsmPointParams::parse(&a.workload, &params).map_err(usage)?;
+    planned
+        .check_ranks(launcher.size, ranks_from)
+        .map_err(usage)?;
     let (rendezvous, bind) = meeting(&a, &launcher)?;
     leave_when_stopped(&rendezvous, launcher.rank)?;
     let spec = rank_spec(&a, &params, launcher.size);
     // Rank 0 plans the run and opens its store before the ranks meet: a
     // mistake there must not cost the run it would have recorded.
-    let planned = if launcher.rank == 0 {
+    let rank0 = if launcher.rank == 0 {
         Some(plan_rank0(&a.db, &spec)?)
     } else {
         None
     };
+    let per_node = planned.dsm.per_node;
     let args = OneRank {
-        app: a.workload.clone(),
         comm: a.comm,
-        params,
+        params: planned,
         rank: launcher.rank,
         ranks: launcher.size,
         rendezvous: rendezvous.clone(),
@@ -133,11 +138,11 @@ pub fn run(a: RankArgs) -> anyhow::Result<i32> {
     // The DSM removes the rendezvous as the run goes (rank 0 once every
     // rank is past the first barrier; a rank that fails leaves it).
     let report = smtlab_dsm::run_rank(&args)?;
-    let (Some((topo, points)), Some(report)) = (planned, report) else {
+    let (Some(rank0), Some(report)) = (rank0, report) else {
         // Not rank 0: rank 0 records and prints.
         return Ok(0);
     };
-    record(&a, &launcher, &spec, &topo, &points, &report, started_at)
+    record(&a, &launcher, &spec, &rank0, &report, started_at, per_node)
 }
 
 /// This process's rank and the rank count, from the launcher's variables;
@@ -232,10 +237,10 @@ fn record(
     a: &RankArgs,
     launcher: &LauncherRank,
     spec: &RunSpec,
-    topo: &Topology,
-    points: &[Point],
+    (topo, points): &(Topology, Vec<Point>),
     report: &RunReport,
     started_at: f64,
+    per_node: usize,
 ) -> anyhow::Result<i32> {
     let (store, run_id, stored) = create_run(&a.db, spec, topo, points, started_at)?;
     let (point_id, point) = &stored[0];
@@ -243,6 +248,7 @@ fn record(
     // of it passed off as the whole.
     let sample = smtlab_execute::dsm_sample::dsm_sample(
         point,
+        per_node,
         0,
         false,
         started_at,

@@ -1,5 +1,6 @@
 //! `smtlab __rank` (hidden): one rank of a DSM point that smtlab started
-//! itself (`smtlab_execute::dsm_sample`), everything on the command line.
+//! itself (`smtlab_execute::dsm_sample`), everything on the command line,
+//! its parameters as the run planned them (`--planned`, JSON).
 //! Rank 0 prints the gathered report as one JSON line; an error is one
 //! line on stderr and exit 1, and so is a rank left waiting for a silent
 //! one ([`give_up`]). Not for people: `smtlab rank` is the launcher's
@@ -9,7 +10,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::Args;
-use smtlab_dsm::{RankArgs, Rendezvous, Stalled};
+use smtlab_dsm::{DsmPointParams, RankArgs, Rendezvous, Stalled};
 use smtlab_types::Comm;
 
 use crate::flags;
@@ -21,8 +22,6 @@ const TEST_PANIC: &str = "SMTLAB_RANK_TEST_PANIC";
 
 #[derive(Args, Debug)]
 pub struct RankWorkerArgs {
-    #[arg(long, value_parser = flags::dsm_app)]
-    pub app: String,
     #[arg(long, value_parser = flags::parsed::<Comm>)]
     pub comm: Comm,
     #[arg(long)]
@@ -39,8 +38,16 @@ pub struct RankWorkerArgs {
     pub meet_timeout: f64,
     #[arg(long, default_value = "120s", value_parser = flags::seconds("--stall-timeout"))]
     pub stall_timeout: f64,
-    #[arg(long = "param", value_parser = flags::param)]
-    pub params: Vec<(String, String)>,
+    /// The point's application and DSM parameters as the run planned
+    /// them (JSON of `DsmPointParams`): the parent parsed the user's
+    /// `--param`s once; a rank reads no parameter text.
+    #[arg(long, value_parser = planned_params)]
+    pub planned: DsmPointParams,
+}
+
+/// `--planned`: what the parent serialised (never typed by a person).
+fn planned_params(s: &str) -> Result<DsmPointParams, String> {
+    serde_json::from_str(s).map_err(|e| format!("not the planned parameters of a DSM point: {e}"))
 }
 
 pub fn run(a: RankWorkerArgs) -> anyhow::Result<i32> {
@@ -52,9 +59,8 @@ pub fn run(a: RankWorkerArgs) -> anyhow::Result<i32> {
         panic!("rank {} panics as {TEST_PANIC} asks", a.rank);
     }
     let args = RankArgs {
-        app: a.app,
         comm: a.comm,
-        params: a.params.into_iter().collect(),
+        params: a.planned,
         rank: a.rank,
         ranks: a.ranks,
         rendezvous: a.rendezvous,
