@@ -1197,3 +1197,39 @@ mod tests {
     assert_eq!(accesses.len(), 1, "{accesses:?}");
     assert!(accesses[0].contains("extras[\"\"]"), "{accesses:?}");
 }
+
+/// No function outside tests is over 120 lines: clippy counts past that
+/// (`clippy.toml`) and the workspace denies `too_many_lines`, so a long
+/// function fails `cargo clippy -- -D warnings` in CI, not a review.
+#[test]
+fn long_functions_are_denied_by_clippy() {
+    let clippy = std::fs::read_to_string(root().join("clippy.toml")).unwrap();
+    let threshold = clippy
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("too-many-lines-threshold"))
+        .and_then(|rest| rest.trim().strip_prefix('='))
+        .map(|v| v.trim().parse::<u32>().unwrap());
+    assert_eq!(threshold, Some(120), "clippy.toml: {clippy}");
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let lints = manifest
+        .split("[workspace.lints.clippy]")
+        .nth(1)
+        .and_then(|s| s.split("\n[").next())
+        .unwrap_or("");
+    assert!(
+        lints
+            .lines()
+            .any(|l| l.split_whitespace().collect::<String>() == "too_many_lines=\"deny\""),
+        "the workspace does not deny clippy::too_many_lines:\n{lints}"
+    );
+    // Every workspace crate takes the workspace's lints.
+    for dir in std::fs::read_dir(root().join("crates")).unwrap() {
+        let toml = dir.unwrap().path().join("Cargo.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        assert!(
+            text.contains("[lints]\nworkspace = true"),
+            "{} does not take the workspace's lints",
+            toml.display()
+        );
+    }
+}
