@@ -39,6 +39,9 @@
 //! `verify` fails the sample with the first broken check.
 
 pub mod company;
+mod consistency;
+mod population;
+mod tables;
 pub mod warehouse;
 
 use std::sync::{Arc, Mutex};
@@ -54,7 +57,8 @@ use crate::{
 };
 use crate::{resolve_checked, WorkloadConfig};
 use company::Company;
-use warehouse::{Config, Warehouse};
+use tables::Config;
+use warehouse::Warehouse;
 
 pub struct Jbb;
 
