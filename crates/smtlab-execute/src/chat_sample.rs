@@ -162,16 +162,7 @@ fn run_inner(
         }
         Err(e) => {
             lifecycle::stop(&running, Signal::SIGKILL);
-            let err = running.stderr.join().unwrap_or_default();
-            let err = err.trim().replace('\n', " | ");
-            return Err(if err.is_empty() {
-                e
-            } else {
-                ExecError::ServerSaid {
-                    stderr: err,
-                    source: Box::new(e),
-                }
-            });
+            return Err(lifecycle::with_server_errors(running, e));
         }
     };
     let pid = running.pid;

@@ -53,7 +53,9 @@ use smtlab_web::params::WebParams;
 use crate::context::SampleContext;
 use crate::error::ExecError;
 use crate::per_op_counters::counter_extras;
-use crate::server_lifecycle::{describe, measure, spawn, stop, wait_answering, Running, POLL};
+use crate::server_lifecycle::{
+    describe, measure, spawn, stop, wait_answering, with_server_errors, Running, POLL,
+};
 use crate::watchdog::WatchedDir;
 
 /// The window of a server sample without `--duration`, seconds.
@@ -176,20 +178,6 @@ fn write_file_set(files: &FileSet) -> Result<PathBuf, ExecError> {
 fn abandon(running: &Running, sampler: PeakSampler) {
     stop(running, Signal::SIGKILL);
     sampler.stop();
-}
-
-/// `e`, with what the server wrote on its error output when it wrote
-/// anything (on one line): why it did not start is often there.
-fn with_server_errors(running: Running, e: ExecError) -> ExecError {
-    let err = running.stderr.join().unwrap_or_default();
-    let err = err.trim().replace('\n', " | ");
-    if err.is_empty() {
-        return e;
-    }
-    ExecError::ServerSaid {
-        stderr: err,
-        source: Box::new(e),
-    }
 }
 
 /// The load generator's configuration for the window against `addr`, and

@@ -400,6 +400,20 @@ pub(crate) fn describe(end: Option<ChildEnd>) -> String {
     }
 }
 
+/// `e`, with what the server wrote on its error output when it wrote
+/// anything (on one line): why it did not start is often there.
+pub(crate) fn with_server_errors(running: Running, e: ExecError) -> ExecError {
+    let err = running.stderr.join().unwrap_or_default();
+    let err = err.trim().replace('\n', " | ");
+    if err.is_empty() {
+        return e;
+    }
+    ExecError::ServerSaid {
+        stderr: err,
+        source: Box::new(e),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::net::TcpListener;
