@@ -98,36 +98,31 @@ fn make_link(tag: &str) -> Result<(Namespaces, String), String> {
     Ok((ns, shaping))
 }
 
+/// One rank of `sor` (n=64, 6 iterations, `loss` injected) in namespace
+/// `ns`, handed its parameters as smtlab's own launch hands them: parsed,
+/// as JSON (`__rank --planned`).
 fn rank(
     ns: &str,
     rank: usize,
     bind: &str,
     dir: &str,
     comm: &str,
-    extra: &[&str],
+    loss: Option<&str>,
 ) -> std::process::Child {
+    let mut params: std::collections::BTreeMap<String, String> = [("n", "64"), ("iterations", "6")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(l) = loss {
+        params.insert("loss".into(), l.into());
+    }
+    let planned = smtlab_dsm::DsmPointParams::parse("sor", &params).expect("valid parameters");
+    let planned = serde_json::to_string(&planned).unwrap();
     Command::new("ip")
         .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_smtlab"), "__rank"])
-        .args([
-            "--app",
-            "sor",
-            "--comm",
-            comm,
-            "--ranks",
-            "2",
-            "--rank",
-            &rank.to_string(),
-        ])
+        .args(["--comm", comm, "--ranks", "2", "--rank", &rank.to_string()])
         .args(["--bind", bind, "--rendezvous", &format!("dir:{dir}")])
-        .args([
-            "--param",
-            "n=64",
-            "--param",
-            "iterations=6",
-            "--meet-timeout",
-            "30s",
-        ])
-        .args(extra)
+        .args(["--planned", &planned, "--meet-timeout", "30s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -145,10 +140,10 @@ fn ranks_in_two_namespaces_over_a_shaped_link_verify() {
         }
     };
     eprintln!("link shaped with {shaping}");
-    let loss: &[&str] = if shaping.starts_with("netem") {
-        &[]
+    let loss = if shaping.starts_with("netem") {
+        None
     } else {
-        &["--param", "loss=0.01"]
+        Some("0.01")
     };
     for comm in ["sigio", "thr2"] {
         let dir = tempfile::tempdir().unwrap();
