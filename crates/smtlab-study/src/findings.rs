@@ -63,7 +63,11 @@ pub fn findings(
         }
         StudyKind::Pinning => pinning(points, sh, seed, &mut f),
         StudyKind::Oversub => oversub(points, sh, seed, &mut f),
-        StudyKind::Alloc => alloc(points, seed, &mut f),
+        StudyKind::Alloc => {
+            alloc(points, seed, &mut f);
+            f.verdicts
+                .extend(crate::alloc_fastest::fastest_verdicts(points, seed));
+        }
         // The pair matrix and pairings need every sample, not the points'
         // summaries: `report_run` adds them; so does the communication
         // study, which counts every sample that did not verify, and the
@@ -607,6 +611,35 @@ mod tests {
                 "{kind}: {f:?}"
             );
         }
+    }
+
+    /// The alloc study's verdicts end with each workload's fastest
+    /// allocator against smtalloc (`alloc_fastest`), after those against
+    /// glibc.
+    #[test]
+    fn alloc_verdicts_name_each_workloads_fastest_allocator() {
+        let topo = synthetic::parse("core:2").unwrap();
+        let pts: Vec<PointData> = [
+            ("glibc", 10.0e6),
+            ("tcmalloc", 32.6e6),
+            ("smtalloc", 23.8e6),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (alloc, x))| {
+            let mut p = point(i, Model::Thread, "compact", &[0, 1]);
+            p.alloc = alloc.into();
+            data(p, &around(x, 0.02, 9))
+        })
+        .collect();
+        let v = verdicts(StudyKind::Alloc, &pts, &topo);
+        assert!(
+            v.last().unwrap().starts_with(
+                "For spin in the thread model at N = 2 the fastest was tcmalloc: smtalloc was \
+                 0.73x its throughput (95% CI "
+            ),
+            "{v:#?}"
+        );
     }
 
     #[test]

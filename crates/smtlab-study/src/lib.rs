@@ -21,6 +21,7 @@
 //! the report writers; only the CLI is above it. The list of studies and
 //! their names is [`StudyKind::ALL`] (in `smtlab-types`).
 
+mod alloc_fastest;
 pub mod chat_findings;
 pub mod chat_plan;
 mod client_cpus;
