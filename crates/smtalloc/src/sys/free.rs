@@ -5,7 +5,11 @@
 //! Hot path of `free(p)`: one alignment test (large blocks are
 //! 2 MiB-aligned), one range test (bootstrap buffer), the CPU and one load
 //! of the frame table (which core's arena `p` is in); `mi_free` for the
-//! caller's own core, else parked for the owning core.
+//! caller's own core, else parked for the owning core. These steps and
+//! mimalloc's own are where smtalloc trails tcmalloc (issue 31, 2-vCPU
+//! KVM guest, no PMU: a malloc+free pair on one CPU costs 9.6 ns against
+//! tcmalloc's 5.1 and jemalloc's 8.3, medians of 9 rounds); the
+//! cross-core part is cheap, see `remote.rs`.
 //!
 //! Called from above only: smtalloc-preload's exports (through `raw`), the
 //! `GlobalAlloc` (`global.rs`) and `alloc.rs` (`realloc`).

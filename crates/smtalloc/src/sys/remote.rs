@@ -18,6 +18,36 @@
 //! path runs and the block's line moves once. snmalloc's message-passing
 //! design is the precedent.
 //!
+//! Where the time goes now (issue 31; 2-vCPU KVM guest, Intel family 6
+//! model 167, no PMU: `smtlab run` samples' rusage, `perf stat` software
+//! counters, `strace -c -f`, `perf record -e cpu-clock`, jemalloc's
+//! `stats_print`, `SMTALLOC_STATS=1`): not in system calls (< 1 ns of
+//! sys time per block for every allocator), page faults (xmalloc: ~20
+//! per million blocks for all) or context switches (6-15 per million).
+//! In 9 interleaved rounds smtalloc ran xmalloc at 0.69-0.73x tcmalloc
+//! and 0.77-0.80x jemalloc (CPU per block 30.7 ns, 22.3, 23.2), larson
+//! at 0.63-0.65x and 0.79-0.81x (58.5 ns, 36.4, 45.2), pinned or not.
+//! jemalloc and tcmalloc take no atomic per freed block and send almost
+//! nothing home: in smtlab's xmalloc ring every thread also allocates,
+//! so the freeing thread reuses the block (0.26% of jemalloc's requests
+//! reached an arena bin, 0.002 bin locks per block) - the frame sharing
+//! smtalloc forbids. Here a parked free costs one locked RMW (`taken`,
+//! a quarter to a third of `free`'s own time) plus a sixty-first of a
+//! push and a drain; then the owner's `mi_free`. The cpu-clock profile
+//! of an xmalloc replica puts 21% in `malloc`'s own steps (rseq CPU,
+//! core and heap tables, inbox), 18% in `mi_heap_malloc`, 9% in `free`,
+//! 8% in `mi_free`, 3% in mimalloc's thread-free collection, 1% here
+//! draining; larson's: 23% `mi_free` (a third of it mimalloc's atomic
+//! cross-thread path), 19% `mi_heap_malloc`, 13% `free`, 12% mimalloc's
+//! collection and page queues, with 7-9x tcmalloc's page faults (purged
+//! pages faulted back) and 4 KiB pages below `SMTALLOC_THP_AFTER`
+//! (`SMTALLOC_THP_AFTER=0` ran a larson replica ~20% faster). The
+//! atomic path is the fallback below: with the owner's thread
+//! descheduled (the guest loaded beside a build), no node is idle, and
+//! 150-200k of ~270k cross-core frees in a larson run went to `mi_free`
+//! directly, with 4 nodes as with 16 (a bounded outbox cannot outlast a
+//! time slice).
+//!
 //! Structures, all static (no allocation):
 //! * per CPU an [`Outbox`] with [`NODES`] nodes of [`NODE_CAP`] pointers;
 //!   one node is open at a time, for one owner core. A node is sent when
