@@ -108,8 +108,13 @@
 //! writes it again to reuse it (`_mi_page_free_collect` was 30% of the time
 //! of an xmalloc-like producer/consumer run on a VM whose vCPUs are
 //! 100-500 ns apart). Instead, `free` only records the pointer: in an
-//! outbox of the CPU it runs on (4 nodes of 61 pointers, taken with one
-//! uncontended compare-and-swap); a full node is pushed onto the owning core's
+//! outbox of the freeing thread's own (4 nodes of 61 pointers; a slot of
+//! 512 static ones, claimed at the thread's first cross-core free and given
+//! back by a `pthread_key` destructor when it exits, its open node sent
+//! first; found through one initial-exec thread-local word, so parking
+//! takes no atomic step), or, for threads past the 512, in an outbox of
+//! the CPU it runs on (taken with one uncontended compare-and-swap: about
+//! 3 of 20 ns per xmalloc block here); a full node is pushed onto the owning core's
 //! inbox (a lock-free stack), and that core's next `malloc` frees the
 //! blocks of every node there itself, through mimalloc's local free path,
 //! and hands the nodes back. The freeing core writes nothing into the
@@ -117,13 +122,13 @@
 //! This is snmalloc's message-passing design on top of mimalloc;
 //! it made xmalloc-like and larson-like runs 1.3-1.6x faster here in the
 //! host's fast state and 1.5-2.4x in its slow state
-//! (README). Frees fall back to `mi_free` when the outbox is held by a
+//! (README). Frees fall back to `mi_free` when a CPU's outbox is held by a
 //! preempted thread on the same CPU, when all its nodes wait in inboxes
 //! (the owner has not allocated since), or for a node closed early with
 //! fewer than 8 blocks (a free for another owner arrived). Outboxes and
-//! inboxes are per CPU and per core, static, so thread exit strands
-//! nothing and no thread-local storage is needed. At most 244 blocks per
-//! CPU wait; a block waiting in the inbox of a core that allocates no more
+//! inboxes are static (per thread slot, per CPU, per core), so a node in
+//! an inbox outlives the thread that sent it. At most 244 blocks per
+//! thread or CPU wait; a block waiting in the inbox of a core that allocates no more
 //! costs nothing that freeing it would save (core-arena memory is never
 //! returned to the OS). `fork` flushes everything first; the statistics
 //! flush what is idle and count the blocks each core received and the
@@ -179,11 +184,14 @@
 //! program's own early `dlsym`/`calloc` during init would too) are served
 //! from a 256 KiB static bootstrap buffer; `free` of such a block is a no-op and `realloc` copies it out.
 //! `fork`: a `pthread_atfork` handler holds the arena-growth lock across
-//! `fork`, so the child never inherits it locked, and takes every outbox
-//! and inbox of the cross-core frees after flushing them, so the child
-//! inherits no parked block and nothing taken; mimalloc's allocation fast
-//! paths are lock-free, and blocks of threads that do not exist in the child
-//! are freed as cross-thread frees.
+//! `fork`, so the child never inherits it locked, and takes every CPU's
+//! outbox and every inbox of the cross-core frees after flushing them; the
+//! child frees what reached the inboxes since and takes back the outbox
+//! slots of the threads it does not have (the blocks of their open nodes
+//! stay allocated: at most 244 per such thread), so the child inherits
+//! nothing taken; mimalloc's allocation fast paths are lock-free, and
+//! blocks of threads that do not exist in the child are freed as
+//! cross-thread frees.
 //!
 //! # Options
 //!
@@ -194,7 +202,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `SMTALLOC_STATS` | `0` | `1`: count allocations per core (one relaxed atomic add per `malloc`) and print statistics to stderr at exit: per core its CPUs, arena bytes and regions, bytes/calls allocated, bytes in use, arena RSS and huge-page (AnonHugePages) coverage, other cores' frees of its blocks it received (blocks, batches); the large arena; the lazy huge pages (regions past `SMTALLOC_THP_AFTER`, frames collapsed); and `shared frames: N`, the number of 2 MiB frames in more than one core's arena (always 0); cross-core frees done directly instead of batched |
+//! | `SMTALLOC_STATS` | `0` | `1`: count allocations per core (one relaxed atomic add per `malloc`) and print statistics to stderr at exit: per core its CPUs, arena bytes and regions, bytes/calls allocated, bytes in use, arena RSS and huge-page (AnonHugePages) coverage, other cores' frees of its blocks it received (blocks, batches); the large arena; the lazy huge pages (regions past `SMTALLOC_THP_AFTER`, frames collapsed); and `shared frames: N`, the number of 2 MiB frames in more than one core's arena (always 0); cross-core frees done directly instead of batched; threads holding an outbox of their own |
 //! | `SMTALLOC_RESERVE_PER_CORE` | `256MiB` | initial arena size per core (`K`/`M`/`G` suffixes, binary; rounded up to 32 MiB, mimalloc's arena unit); address space only until touched. Large enough that most programs never need a second region: within one arena mimalloc reuses freed space before touching new space, while a second region is filled before older ones are revisited, so outgrowing the reserve costs RSS |
 //! | `SMTALLOC_VERBOSE` | `0` | `1`: print init facts (mimalloc version, CPUs, cores, CPU source, reserve) and each new arena to stderr; `2`: also mimalloc's warnings and errors |
 //! | `SMTALLOC_THP` | `1` | `0`: do not `madvise(MADV_HUGEPAGE)` (for comparisons with 4 KiB pages) |
@@ -256,6 +264,14 @@ pub fn owner_core(p: *const u8) -> Option<usize> {
 pub fn cross_core_frees_received(core: usize) -> (u64, u64) {
     sys::remote::received(core)
 }
+
+/// Threads that can hold an outbox of their own for their cross-core
+/// frees at once; past them, threads park in their CPU's outbox.
+pub const THREAD_OUTBOXES: usize = sys::remote::THREAD_SLOTS;
+
+/// Blocks a node of an outbox holds, and how many blocks a node closed
+/// early must hold to be sent rather than freed directly.
+pub const OUTBOX_NODE: (usize, u32) = (sys::remote::NODE_CAP, sys::remote::MIN_SEND);
 
 /// The core index smtalloc maps a CPU to (after initialization).
 pub fn core_of_cpu(cpu: usize) -> Option<usize> {

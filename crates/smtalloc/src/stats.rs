@@ -65,6 +65,10 @@ pub struct Stats {
     /// Cross-core frees done directly rather than batched to the owning
     /// core (its batches were all in flight, or a batch was too small).
     pub remote_direct_frees: u64,
+    /// Threads that hold an outbox of their own for their cross-core frees
+    /// right now (a slot is claimed at a thread's first cross-core free and
+    /// given back when it exits; past the slots, threads share their CPU's).
+    pub thread_outboxes: u64,
 }
 
 /// Gathers [`Stats`]. The snapshot is taken before anything is allocated
@@ -118,5 +122,6 @@ pub fn stats() -> Stats {
         shared_frames: snap.shared_frames,
         fallbacks: heap::fallbacks(),
         remote_direct_frees: remote::direct(cpus),
+        thread_outboxes: remote::slots_claimed(),
     }
 }

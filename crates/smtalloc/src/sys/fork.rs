@@ -8,6 +8,7 @@ use super::arena::GROW_LOCK;
 use super::cpu::topology_counts;
 use super::large_cache;
 use super::remote;
+use super::thread_area;
 
 /// Before fork: flushes and takes every outbox and inbox of the cross-core
 /// frees, then the arena-growth lock and the large-block cache's lock.
@@ -24,4 +25,13 @@ pub(crate) extern "C" fn release() {
     GROW_LOCK.unlock();
     let (cpus, cores) = topology_counts();
     remote::release_all(cpus, cores);
+}
+
+/// The child releases what `prepare` took, then frees the parked blocks
+/// waiting in the inboxes and takes back the outbox slots of the threads
+/// it does not have.
+pub(crate) extern "C" fn child() {
+    release();
+    let (_, cores) = topology_counts();
+    thread_area::after_fork_child(cores);
 }

@@ -24,6 +24,7 @@ use super::large::large_free;
 use super::mi;
 use super::os::FRAME;
 use super::remote;
+use super::thread_area;
 
 /// `free`: NULL is a no-op; bootstrap blocks are never reused; large blocks
 /// are unmapped whole; everything else goes back to its owning mimalloc
@@ -50,8 +51,16 @@ pub unsafe fn free(p: *mut c_void) {
     if let (Some((cpu, here)), Some(owner)) = (rseq_cpu_core(), frame_core(p as usize)) {
         // SAFETY: `p` is a live block of a core arena (tagged frame), so
         // mimalloc's; the caller does not use it again.
-        if owner != here && unsafe { remote::park(cpu, owner, p) } {
-            return;
+        if owner != here {
+            let parked = match thread_area::slot() {
+                // SAFETY: as above; the slot is this thread's.
+                Some(slot) => unsafe { remote::park_in_slot(slot, owner, p) },
+                // SAFETY: as above.
+                None => unsafe { remote::park(cpu, owner, p) },
+            };
+            if parked {
+                return;
+            }
         }
     }
     // SAFETY: the caller guarantees `p` is a live block; it is neither

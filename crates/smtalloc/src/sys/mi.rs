@@ -59,6 +59,7 @@ pub const OPT_SHOW_ERRORS: c_int = 0;
 pub const OPT_VERBOSE: c_int = 2;
 pub const OPT_PURGE_DELAY: c_int = 15;
 pub const OPT_ARENA_RESERVE: c_int = 23;
+pub const OPT_PAGE_FULL_RETAIN: c_int = 36;
 
 extern "C" {
     pub fn mi_heap_malloc(heap: *mut MiHeap, size: usize) -> *mut c_void;

@@ -17,6 +17,8 @@
 //! * [`boot`]: the bootstrap buffer used while initializing;
 //! * [`large_cache`], [`remote`], [`arena`]: kept large mappings,
 //!   cross-core frees sent home in batches, each core's arena regions;
+//! * [`thread_area`]: which of `remote`'s outboxes the calling thread owns,
+//!   in an initial-exec thread-local area;
 //! * [`fork`], [`init`]: fork handlers and initialization;
 //! * [`heap`]: each core's current heap and the allocation path;
 //! * [`large`]: large blocks;
@@ -57,3 +59,4 @@ pub mod remote;
 pub mod settings;
 pub mod spin_lock;
 pub mod stats;
+pub mod thread_area;

@@ -18,6 +18,62 @@ extern "C" {
     /// From `csrc/rseq.c`: glibc's `__rseq_offset` if glibc registered an
     /// rseq area per thread (`__rseq_size != 0`), through weak references.
     fn smtalloc_rseq_offset(offset: *mut isize) -> c_int;
+    /// From `csrc/thread_area.c`: the calling thread's initial-exec
+    /// thread-local area and its size.
+    fn smtalloc_thread_area(len: *mut usize) -> *mut u8;
+}
+
+/// The offset of smtalloc's thread-local area (`csrc/thread_area.c`)
+/// from the thread pointer, and its size: the offset is the same in every
+/// thread (initial-exec TLS), so the area is found like the rseq area.
+/// `None` where the thread pointer cannot be read.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn thread_area_offset() -> Option<(isize, usize)> {
+    let mut len = 0usize;
+    // SAFETY: the C function takes its thread-local's address and writes
+    // its size through the valid pointer given.
+    let area = unsafe { smtalloc_thread_area(&mut len) } as isize;
+    Some((area.wrapping_sub(thread_pointer() as isize), len))
+}
+
+/// No thread area without a thread-pointer read.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn thread_area_offset() -> Option<(isize, usize)> {
+    None
+}
+
+/// The calling thread's area at `offset` (from [`thread_area_offset`]).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+pub fn thread_area(offset: isize) -> *mut u8 {
+    (thread_pointer() as isize).wrapping_add(offset) as *mut u8
+}
+
+/// Never called where [`thread_area_offset`] is `None`.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+pub fn thread_area(_offset: isize) -> *mut u8 {
+    core::ptr::null_mut()
+}
+
+/// `pthread_key_create` with a destructor run at each thread's exit for a
+/// non-NULL value; `None` if no key is left.
+pub fn key_create(destructor: unsafe extern "C" fn(*mut core::ffi::c_void)) -> Option<u32> {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is a valid out-pointer; the destructor lives as long
+    // as the process (this library is never unloaded).
+    let rc = unsafe { libc::pthread_key_create(&mut key, Some(destructor)) };
+    (rc == 0).then_some(key)
+}
+
+/// `pthread_setspecific(key, value)`: makes the key's destructor run at
+/// this thread's exit. glibc stores the first 32 keys' values in the
+/// thread descriptor without allocating; a later key may allocate, which
+/// re-enters `malloc`, harmless on the paths that call this.
+pub fn set_specific(key: u32, value: usize) -> bool {
+    // SAFETY: any value may be stored; it is only passed back to the
+    // destructor.
+    unsafe { libc::pthread_setspecific(key, value as *const core::ffi::c_void) == 0 }
 }
 
 /// The offset of this process's per-thread `struct rseq` from the thread

@@ -49,28 +49,36 @@
 //! time slice).
 //!
 //! Structures, all static (no allocation):
-//! * per CPU an [`Outbox`] with [`NODES`] nodes of [`NODE_CAP`] pointers;
-//!   one node is open at a time, for one owner core. A node is sent when
-//!   full, or when a free for another owner arrives (then, if it holds
-//!   fewer than [`MIN_SEND`] blocks, they are freed directly instead).
-//!   The outbox is taken with one uncontended compare-and-swap on lines only
-//!   that CPU's threads touch; a thread that finds it taken (another thread
-//!   on this CPU was preempted holding it), or finds no idle node (the
-//!   owner has not emptied its inbox yet), frees directly with `mi_free`.
+//! * per thread (up to [`THREAD_SLOTS`] threads, `thread_area.rs`) an
+//!   [`Outbox`] with [`NODES`] nodes of [`NODE_CAP`] pointers; one node is
+//!   open at a time, for one owner core. A node is sent when full, or when
+//!   a free for another owner arrives (then, if it holds fewer than
+//!   [`MIN_SEND`] blocks, they are freed directly instead). The thread
+//!   claims its slot at its first cross-core free and holds it until it
+//!   exits, so parking is a few plain stores. A thread that finds no idle
+//!   node (the owner has not emptied its inbox yet) frees directly with
+//!   `mi_free`.
+//! * per CPU the same [`Outbox`], for threads past the slots (or without
+//!   the thread-local word): taken with one uncontended compare-and-swap
+//!   on lines only that CPU's threads touch; a thread that finds it taken
+//!   (another thread on this CPU was preempted holding it) frees directly.
 //! * per core an [`Inbox`]: a lock-free stack of sent nodes (push by CAS,
 //!   emptied whole by one swap, so no ABA). `malloc` on a core whose inbox
 //!   is not empty first frees the blocks of every node there, then marks
 //!   the nodes idle for their senders.
 //!
-//! Bounds: a CPU parks at most [`NODES`] x [`NODE_CAP`] blocks. Parked
+//! Bounds: a thread or a CPU parks at most [`NODES`] x [`NODE_CAP`]
+//! blocks. Parked
 //! blocks stay in their owner's arena (frames stay core-private); they are
 //! freed at the latest when the owner core allocates again, and smtalloc
 //! never returns core-arena memory to the OS anyway, so a block that waits
 //! in an inbox of a core that allocates no more costs nothing that freeing
 //! it would save. An open node waits for the next cross-core free from its
-//! CPU. `fork` sends and frees everything first (the child inherits no
-//! parked block and no taken outbox or inbox); the statistics free
-//! what is not in use right then.
+//! thread or CPU, or its thread's exit. `fork` sends and frees what the
+//! CPUs hold first, the child frees what waits in the inboxes and takes
+//! back the slots of threads it does not have (the child inherits no
+//! taken outbox or inbox); the statistics free what is not in use right
+//! then.
 //!
 //! Called by `free` (park a block), `heap` (a core's next `malloc` empties
 //! its inbox), `fork`, `stats` and the crate root (counters).
@@ -80,7 +88,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use core::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU64,
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -166,6 +174,27 @@ static OUT: [Outbox; MAX_CPUS] = [const {
     }
 }; MAX_CPUS];
 
+/// Threads with an outbox of their own (`thread_area.rs`); a thread past
+/// them parks in its CPU's outbox.
+pub const THREAD_SLOTS: usize = 512;
+
+/// Per-thread outboxes: a slot's `taken` is held by the thread that
+/// claimed it for as long as it lives, so parking in it takes no atomic
+/// step at all (a per-CPU outbox costs one compare-and-swap per block:
+/// see `thread_area.rs` for what that cost).
+static SLOT_OUT: [Outbox; THREAD_SLOTS] = [const {
+    Outbox {
+        taken: SpinLock::new(),
+        direct: AtomicU64::new(0),
+        open: UnsafeCell::new(NONE),
+        owner: UnsafeCell::new(0),
+        nodes: [const { node() }; NODES],
+    }
+}; THREAD_SLOTS];
+
+/// Where a slot search starts: threads spread over the slots.
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
 static IN: [Inbox; MAX_CORES] = [const {
     Inbox {
         head: AtomicPtr::new(null_mut()),
@@ -198,6 +227,79 @@ pub unsafe fn park(cpu: usize, owner: usize, p: *mut c_void) -> bool {
     }
     ob.taken.unlock();
     parked
+}
+
+/// Parks `p` (as [`park`]) in thread slot `slot`, which the caller owns
+/// ([`claim_slot`]); no atomic step unless a node is sent.
+///
+/// # Safety
+/// As [`park`]; `slot` was claimed by the calling thread.
+#[inline(always)]
+pub unsafe fn park_in_slot(slot: usize, owner: usize, p: *mut c_void) -> bool {
+    let (Some(ob), true) = (SLOT_OUT.get(slot), owner < MAX_CORES) else {
+        return false;
+    };
+    // SAFETY: the calling thread holds the slot's `taken` (claimed).
+    let parked = unsafe { park_taken(ob, owner, p) };
+    if !parked {
+        ob.direct.fetch_add(1, Relaxed);
+    }
+    parked
+}
+
+/// Claims a free thread slot for the calling thread (taking its `taken`
+/// for good); `None` when all are claimed.
+#[cold]
+pub fn claim_slot() -> Option<usize> {
+    let start = NEXT_SLOT.fetch_add(1, Relaxed);
+    (0..THREAD_SLOTS)
+        .map(|i| (start + i) % THREAD_SLOTS)
+        .find(|&i| SLOT_OUT[i].taken.try_lock())
+}
+
+/// At the exit of the thread that claimed `slot`: sends or frees its open
+/// node and frees the slot (its nodes still in inboxes are drained by
+/// their owners as usual; the next claimant uses the idle ones).
+pub fn release_slot(slot: usize) {
+    let Some(ob) = SLOT_OUT.get(slot) else {
+        return;
+    };
+    // SAFETY: the calling thread claimed the slot, so holds `taken`.
+    unsafe {
+        if *ob.open.get() != NONE {
+            close(ob);
+        }
+    }
+    ob.taken.unlock();
+}
+
+/// In a child after `fork`: the threads that claimed the other slots do
+/// not exist here. Frees what waits in every inbox (nodes of those
+/// threads included), then empties and frees their slots; the blocks of
+/// their open nodes are left allocated (at most [`NODES`] x [`NODE_CAP`]
+/// per thread: their pointers may have been half-written when the
+/// parent forked).
+pub fn reset_slots_in_child(mine: Option<usize>, ncores: usize) {
+    for inbox in IN.iter().take(ncores.min(MAX_CORES)) {
+        drain_taken(inbox);
+    }
+    for (i, ob) in SLOT_OUT.iter().enumerate() {
+        if Some(i) == mine || ob.taken.try_lock() {
+            if Some(i) != mine {
+                ob.taken.unlock();
+            }
+            continue;
+        }
+        // SAFETY: single-threaded child; the slot's thread is gone.
+        unsafe {
+            for n in &ob.nodes {
+                *n.len.get() = 0;
+                n.busy.store(false, Relaxed);
+            }
+            *ob.open.get() = NONE;
+        }
+        ob.taken.unlock();
+    }
 }
 
 /// [`park`] with the outbox taken.
@@ -356,8 +458,18 @@ pub fn release_all(ncpus: usize, ncores: usize) {
 }
 
 /// Closes the open nodes and empties the inboxes that nobody holds right
-/// now (for the statistics: parked blocks would count as in use).
-pub fn flush_idle(ncpus: usize, ncores: usize) {
+/// now, and the calling thread's own slot's open node (`mine`), for the
+/// statistics: parked blocks would count as in use. Other threads' open
+/// nodes stay (at most [`NODE_CAP`] blocks each).
+pub fn flush_idle(ncpus: usize, ncores: usize, mine: Option<usize>) {
+    if let Some(ob) = mine.and_then(|i| SLOT_OUT.get(i)) {
+        // SAFETY: the calling thread claimed this slot.
+        unsafe {
+            if *ob.open.get() != NONE {
+                close(ob);
+            }
+        }
+    }
     for ob in OUT.iter().take(ncpus.min(MAX_CPUS)) {
         if ob.taken.try_lock() {
             // SAFETY: taken above.
@@ -374,6 +486,11 @@ pub fn flush_idle(ncpus: usize, ncores: usize) {
     }
 }
 
+/// Threads holding an outbox slot of their own right now.
+pub fn slots_claimed() -> u64 {
+    SLOT_OUT.iter().filter(|o| o.taken.is_locked()).count() as u64
+}
+
 /// Blocks and batches (nodes) of other cores' frees that core `core` has
 /// freed from its inbox so far.
 pub fn received(core: usize) -> (u64, u64) {
@@ -382,11 +499,12 @@ pub fn received(core: usize) -> (u64, u64) {
     })
 }
 
-/// Cross-core frees from CPUs `0..ncpus` that were freed directly instead
-/// of being parked.
+/// Cross-core frees from CPUs `0..ncpus` and from threads' own outboxes
+/// that were freed directly instead of being parked.
 pub fn direct(ncpus: usize) -> u64 {
     OUT.iter()
         .take(ncpus.min(MAX_CPUS))
+        .chain(SLOT_OUT.iter())
         .map(|o| o.direct.load(Relaxed))
         .sum()
 }

@@ -39,6 +39,11 @@ impl SpinLock {
         }
     }
 
+    /// Whether someone holds the lock right now (for counting only).
+    pub fn is_locked(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
     #[inline(always)]
     pub fn unlock(&self) {
         self.0.store(false, Release);

@@ -21,6 +21,7 @@ use super::options;
 use super::os::{self, FRAME};
 use super::remote;
 use super::settings;
+use super::thread_area;
 
 /// The number of 2 MiB frames that lie (even partly) in the arenas of more
 /// than one core. smtalloc's invariant is that this is 0: computed from the
@@ -134,7 +135,7 @@ impl Snapshot {
     /// in use), then reads the regions and smaps.
     pub fn take() -> Snapshot {
         let (cpus, cores) = cpu::topology_counts();
-        remote::flush_idle(cpus, cores);
+        remote::flush_idle(cpus, cores, thread_area::peek_slot());
         let mut regions = [RegionInfo::default(); MAX_REGIONS];
         let n = arena::regions(&mut regions);
         let mut acc = SmapsAcc::new(&regions[..n]);
@@ -261,10 +262,11 @@ pub fn print_stats() {
     os::write_stderr(l.as_bytes());
     let mut l = Line::new();
     l.push_fmt(format_args!(
-        "smtalloc: shared frames: {} (2 MiB frames in more than one core's arena), fallbacks to the shared heap: {}, cross-core frees not batched (freed directly): {}\n",
+        "smtalloc: shared frames: {} (2 MiB frames in more than one core's arena), fallbacks to the shared heap: {}, cross-core frees not batched (freed directly): {}, threads with their own outbox: {}\n",
         snap.shared_frames,
         heap::fallbacks(),
-        remote::direct(cpus)
+        remote::direct(cpus),
+        remote::slots_claimed()
     ));
     os::write_stderr(l.as_bytes());
 }

@@ -215,6 +215,13 @@ static void fork_while_threads_allocate(void) {
       for (int i = 0; i < 500; i++) ps[i] = realloc_fn(ps[i], (size_t)i * 29 + 1);
       for (int i = 0; i < 500; i++) free(ps[i]);
       free(malloc_fn(2 << 20));
+      /* Blocks the parent's churn threads (gone here) allocated on their
+       * CPUs: frees from the child, some cross-core, while the slots of
+       * those threads' outboxes are taken back. */
+      for (int i = 0; i < 64; i++) {
+        free(churn_slots[i]);
+        churn_slots[i] = NULL;
+      }
       pthread_t ct;
       if (pthread_create(&ct, NULL, child_thread, NULL) != 0) _exit(3);
       pthread_join(ct, NULL);
