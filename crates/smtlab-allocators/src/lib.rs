@@ -11,5 +11,6 @@ pub mod table;
 
 pub use table::{
     allocator_dirs, find_allocator, find_allocator_in, installed, library_dirs, locate_library,
-    Allocator, AllocatorError, AllocatorInfo, Preload, Preloads, ALLOCATORS, SMTALLOC_FILE,
+    own_dirs, own_dirs_of, Allocator, AllocatorError, AllocatorInfo, Preload, Preloads, ALLOCATORS,
+    INSTALLED_LIB_DIR, SMTALLOC_FILE,
 };

@@ -72,8 +72,14 @@ pub const ALLOCATORS: [AllocatorInfo; 6] = [
     },
 ];
 
-/// smtalloc's preload library, built next to the smtlab binary.
+/// smtalloc's preload library: built next to the smtlab binary, installed
+/// in `lib/smtlab/` beside its `bin/` ([`own_dirs`]).
 pub const SMTALLOC_FILE: &str = "libsmtalloc.so";
+
+/// Where an installed smtlab keeps its own libraries, under its prefix
+/// (`PREFIX/bin/smtlab`, `PREFIX/lib/smtlab/libsmtalloc.so`): what
+/// `scripts/install.sh` writes and [`own_dirs`] reads.
+pub const INSTALLED_LIB_DIR: &str = "lib/smtlab";
 
 /// What to preload for an allocator: the library and its environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -102,8 +108,10 @@ pub enum AllocatorError {
     #[error("allocator {}: {what}, not a shared object (.so) file", path.display())]
     NotAFile { path: PathBuf, what: &'static str },
     #[error(
-        "allocator smtalloc: {SMTALLOC_FILE} not found next to smtlab ({searched}); build it with \
-         cargo build --release -p smtalloc-preload (or without --release for a debug smtlab)"
+        "allocator smtalloc: {SMTALLOC_FILE} not found next to smtlab nor in its \
+         ../{INSTALLED_LIB_DIR} ({searched}); build it with cargo build --release -p \
+         smtalloc-preload (or without --release for a debug smtlab), or install both with \
+         scripts/install.sh PREFIX"
     )]
     NotBuilt { searched: String },
 }
@@ -211,22 +219,49 @@ impl Preloads {
     }
 }
 
-/// Where allocators are looked for: the directory of the smtlab binary
-/// (and its parent, for test binaries in `target/<profile>/deps`), where
-/// cargo builds `libsmtalloc.so`, then the loader's default directories.
+/// Where allocators are looked for: smtlab's own directories
+/// ([`own_dirs`]), then the loader's default directories.
 pub fn allocator_dirs() -> Vec<PathBuf> {
+    let mut dirs = own_dirs();
+    dirs.extend(library_dirs());
+    dirs
+}
+
+/// smtlab's own directories for the running executable ([`own_dirs_of`]);
+/// none if it cannot be found.
+pub fn own_dirs() -> Vec<PathBuf> {
+    std::env::current_exe()
+        .map(|exe| own_dirs_of(&exe))
+        .unwrap_or_default()
+}
+
+/// Where the smtlab executable `exe` finds the libraries that come with
+/// it (`libsmtalloc.so`), in this order:
+/// 1. its own directory: `target/<profile>/`, where cargo builds
+///    `libsmtalloc.so` beside `smtlab`;
+/// 2. the parent of that directory when it is `deps/` (test binaries in
+///    `target/<profile>/deps/`);
+/// 3. `<exe dir>/../lib/smtlab/`: an installed smtlab
+///    (`PREFIX/bin/smtlab` and `PREFIX/lib/smtlab/libsmtalloc.so`, as
+///    `scripts/install.sh` puts them).
+///
+/// Relative to the executable, not to where it was built, so an installed
+/// tree still works when moved; `exe` is the real file
+/// (`std::env::current_exe` resolves symbolic links on Linux), so a link
+/// to `PREFIX/bin/smtlab` from elsewhere finds `PREFIX/lib/smtlab/` too.
+pub fn own_dirs_of(exe: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(d) = exe.parent() {
-            dirs.push(d.to_path_buf());
-            if d.ends_with("deps") {
-                if let Some(up) = d.parent() {
-                    dirs.push(up.to_path_buf());
-                }
+    if let Some(d) = exe.parent() {
+        dirs.push(d.to_path_buf());
+        if d.ends_with("deps") {
+            if let Some(up) = d.parent() {
+                dirs.push(up.to_path_buf());
             }
         }
+        if let Some(prefix) = d.parent() {
+            dirs.push(prefix.join(INSTALLED_LIB_DIR));
+        }
     }
-    dirs.extend(library_dirs());
     dirs
 }
 
@@ -263,9 +298,7 @@ pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<Preload>
     };
     match locate_library(file, dirs) {
         None if file == SMTALLOC_FILE => Err(AllocatorError::NotBuilt {
-            searched: dirs
-                .iter()
-                .take(2)
+            searched: own_dirs_in(dirs)
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -289,6 +322,19 @@ pub fn find_allocator_in(name: &str, dirs: &[PathBuf]) -> Result<Option<Preload>
                 .join(", "),
         }),
     }
+}
+
+/// The directories of `dirs` that are not the loader's defaults: smtlab's
+/// own, which a "not built" error names (all of `dirs` if none are).
+fn own_dirs_in(dirs: &[PathBuf]) -> impl Iterator<Item = &PathBuf> {
+    let system = library_dirs();
+    let own: Vec<&PathBuf> = dirs.iter().filter(|d| !system.contains(d)).collect();
+    let named = if own.is_empty() {
+        dirs.iter().collect()
+    } else {
+        own
+    };
+    named.into_iter()
 }
 
 #[cfg(test)]
@@ -345,6 +391,52 @@ mod tests {
                 tmp.display()
             )
         );
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn an_installed_smtlab_finds_its_library_in_lib_smtlab_after_its_own_dir() {
+        let prefix = Path::new("/opt/x");
+        assert_eq!(
+            own_dirs_of(&prefix.join("bin/smtlab")),
+            vec![prefix.join("bin"), prefix.join("lib/smtlab")]
+        );
+        // A test binary: its dir, the profile's, then the profile's parent's lib/smtlab.
+        let t = Path::new("/r/target/debug/deps/cli-0123");
+        assert_eq!(
+            own_dirs_of(t),
+            vec![
+                PathBuf::from("/r/target/debug/deps"),
+                PathBuf::from("/r/target/debug"),
+                PathBuf::from("/r/target/debug/lib/smtlab"),
+            ]
+        );
+
+        let tmp = std::env::temp_dir().join(format!("smtlab-own-{}", std::process::id()));
+        let bin = tmp.join("bin");
+        let lib = tmp.join(INSTALLED_LIB_DIR);
+        fs::create_dir_all(&bin).unwrap();
+        fs::create_dir_all(&lib).unwrap();
+        let dirs = own_dirs_of(&bin.join("smtlab"));
+        let e = find_allocator_in("smtalloc", &dirs).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "allocator smtalloc: libsmtalloc.so not found next to smtlab nor in its \
+                 ../lib/smtlab ({}, {}); build it with cargo build --release -p \
+                 smtalloc-preload (or without --release for a debug smtlab), or install both \
+                 with scripts/install.sh PREFIX",
+                bin.display(),
+                lib.display()
+            )
+        );
+        fs::write(lib.join(SMTALLOC_FILE), b"").unwrap();
+        let found = find_allocator_in("smtalloc", &dirs).unwrap().unwrap();
+        assert_eq!(found.library, lib.join(SMTALLOC_FILE));
+        // One next to the binary (a build tree) comes first.
+        fs::write(bin.join(SMTALLOC_FILE), b"").unwrap();
+        let found = find_allocator_in("smtalloc", &dirs).unwrap().unwrap();
+        assert_eq!(found.library, bin.join(SMTALLOC_FILE));
         fs::remove_dir_all(&tmp).unwrap();
     }
 }

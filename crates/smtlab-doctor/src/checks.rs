@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use smtlab_allocators::SMTALLOC_FILE;
+use smtlab_allocators::{INSTALLED_LIB_DIR, SMTALLOC_FILE};
 use smtlab_counters::{OpenError, HARDWARE_EVENTS};
 use smtlab_types::{CounterScope, CounterStatus, CpuSet};
 
@@ -638,8 +638,14 @@ pub fn diagnose(f: &Facts) -> Diagnosis {
                 checks.push(check(
                     &name,
                     CheckStatus::Missing,
-                    format!("not built: no {SMTALLOC_FILE} next to the smtlab binary"),
-                    Some("cargo build --release -p smtalloc-preload".to_string()),
+                    format!(
+                        "not built: no {SMTALLOC_FILE} next to the smtlab binary nor in its \
+                         ../{INSTALLED_LIB_DIR}/"
+                    ),
+                    Some(
+                        "cargo build --release -p smtalloc-preload, or scripts/install.sh PREFIX"
+                            .to_string(),
+                    ),
                 ));
             }
             (Some(file), None) => {

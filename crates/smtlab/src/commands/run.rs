@@ -90,8 +90,9 @@ pub struct RunArgs {
         value_parser = flags::worker_counts
     )]
     pub threads: WorkerCounts,
-    /// Allocators: glibc, jemalloc, mimalloc, tcmalloc or a .so path,
-    /// comma-separated (LD_PRELOAD for the workers)
+    /// Allocators: glibc, jemalloc, mimalloc, tcmalloc, jemalloc-percpu,
+    /// smtalloc (libsmtalloc.so next to smtlab, else in its ../lib/smtlab/)
+    /// or a .so path, comma-separated (LD_PRELOAD for the workers)
     #[arg(
         long,
         value_name = "LIST",
