@@ -17,7 +17,12 @@
 //!   a single-threaded churn (larson with one worker), thread model, pinned
 //!   (one CPU each) and unpinned: smtalloc >= 1.0x the better of the two on
 //!   xmalloc and larson, >= 1.0x jemalloc on mstress (each placement a goal
-//!   of its own; the churn is printed, with no goal).
+//!   of its own; the churn is printed, with no goal);
+//! * why smtalloc trails them on xmalloc (`alloc_goals/handoff.rs`): a C
+//!   producer/consumer ring per allocator with the receiver freeing blocks
+//!   it never read and blocks it read first; the difference is what a
+//!   freed block's trip home costs, and smtalloc's own statistics show
+//!   every cross-core free going home (printed, no goal).
 //!
 //! All allocators of one workload are measured in **one** `smtlab run`,
 //! whose engine interleaves them: every round measures each allocator once,
@@ -30,6 +35,8 @@
 //! seconds apart almost always sees one. Rounds: 9, or `ALLOC_GOALS_ROUNDS`.
 
 mod common;
+#[path = "alloc_goals/handoff.rs"]
+mod handoff;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,6 +199,8 @@ fn main() {
     let rivals = measure_rivals(dir.path(), &allocs, rounds);
     print_rivals(&rivals, rounds);
     rival_goals(&mut goals, &rivals);
+    let handoff = handoff::measure(dir.path(), &lib, rounds)
+        .map(|(h, stats)| handoff::print(&h, &stats, rounds));
     let rows: Vec<serde_json::Value> = m
         .runs
         .iter()
@@ -209,7 +218,8 @@ fn main() {
         "alloc_goals",
         &serde_json::json!({"machine": machine, "rounds": rounds, "rows": rows,
             "goals": goals.verdicts, "jbb_goal_pairs": jbb_pairs,
-            "core_round_trip_ns": m.round_trips, "rivals": rival_rows(&rivals)}),
+            "core_round_trip_ns": m.round_trips, "rivals": rival_rows(&rivals),
+            "handoff": handoff}),
     );
 }
 

@@ -124,10 +124,16 @@ pub const C_REFERENCES: [(&str, &[&str]); 3] = [
 
 /// Compile `benches/c/NAME.c` with `cc -O2` into `dir`.
 pub fn compile_c(dir: &Path, name: &str) -> PathBuf {
+    compile_c_with(dir, name, &[])
+}
+
+/// [`compile_c`] with extra compiler flags (such as `-pthread`).
+pub fn compile_c_with(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let exe = dir.join(name);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("benches/c/{name}.c"));
     let status = Command::new("cc")
         .arg("-O2")
+        .args(flags)
         .arg("-o")
         .arg(&exe)
         .arg(&src)
