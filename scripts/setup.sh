@@ -19,7 +19,9 @@ if command -v apt-get >/dev/null 2>&1; then
   # libtcmalloc-minimal4: the allocators `study alloc` compares; likwid:
   # likwid-bench, the reference of the stream benchmark; zsh, fish and
   # man-db: the completion scripts and man pages are checked in the shells
-  # and the `man` that read them. nginx: the reference web server beside
+  # and the `man` that read them; bash-completion: the loader that finds
+  # the bash completion scripts/install.sh installs (tests/cli_install.rs).
+  # nginx: the reference web server beside
   # smtlab's own in `study web` and its tests; wrk and apache2-utils (ab):
   # the load generators smtlab's is checked against; curl: fetches files
   # byte for byte in the web tests. ngircd: the reference IRC server beside
@@ -33,7 +35,7 @@ if command -v apt-get >/dev/null 2>&1; then
   # guest's initramfs; virtme-ng itself goes into a venv, below).
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
-    libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db \
+    libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db bash-completion \
     nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 \
     qemu-system-x86 linux-image-amd64 busybox-static python3-venv >/dev/null
   # smtlab starts nginx and ngircd itself, unprivileged, with its own
