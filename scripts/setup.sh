@@ -33,15 +33,21 @@ if command -v apt-get >/dev/null 2>&1; then
   # the emulated SMT/NUMA guests of scripts/guest (virtme-ng boots this
   # machine's own filesystem with Debian's kernel; busybox builds the
   # guest's initramfs; virtme-ng itself goes into a venv, below).
+  # slurm-wlm and munge: the one-node Slurm cluster (munged, slurmctld,
+  # slurmd) that tests/cli_slurm.rs starts as root to run smtlab under
+  # srun, sbatch and scancel.
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
     libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db bash-completion \
     nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 \
+    slurm-wlm munge \
     qemu-system-x86 linux-image-amd64 busybox-static python3-venv >/dev/null
   # smtlab starts nginx and ngircd itself, unprivileged, with its own
   # configuration; the system services the packages may have started would
-  # only hold ports 80 and 6667 and disturb measurements.
-  for service in nginx ngircd; do
+  # only hold ports 80 and 6667 and disturb measurements. The Slurm test
+  # starts munged, slurmctld and slurmd of its own, with a configuration
+  # and key in a temporary directory: the system's would only hold ports.
+  for service in nginx ngircd munge slurmctld slurmd; do
     if command -v systemctl >/dev/null 2>&1; then
       $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
     fi
