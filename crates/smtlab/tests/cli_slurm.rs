@@ -145,7 +145,8 @@ fn srun_dsm_ranks_verify_and_store_for_every_mechanism(c: &Cluster) {
 
 /// Two tasks of `smtlab run` on one host would disturb each other's
 /// measurements: both refuse in one line (each task's own, as `--label`
-/// shows), srun exits 2, and neither `{rank}` store is made.
+/// shows), srun exits 2, and neither `{rank}` store is made; with
+/// `--shared-host` each writes its own `{rank}` store, recording it.
 fn srun_two_tasks_of_run_on_one_host_are_both_refused(c: &Cluster) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("{rank}.db").display().to_string();
@@ -175,6 +176,28 @@ fn srun_two_tasks_of_run_on_one_host_are_both_refused(c: &Cluster) {
     }
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{err}");
+
+    // Meant (--shared-host): each task measures into its own {rank}
+    // store, Slurm's SLURM_PROCID, and records that it shared its host.
+    let out = c.output_within(
+        c.command("srun")
+            .args(["-n", "2"])
+            .arg(exe())
+            .args(["run", "-w", "spin", "--threads", "1", "--duration", "100ms"])
+            .args(["--warmup", "0", "--min-samples", "1", "--max-samples", "1"])
+            .args(["--shared-host", "--db", &db]),
+        STEP_LIMIT,
+    );
+    assert_success(&out, "srun -n 2 smtlab run --shared-host");
+    for rank in ["0", "1"] {
+        let store = dir.path().join(format!("{rank}.db")).display().to_string();
+        let shown = support::json(&["show", "latest", "--db", &store, "--json"]);
+        assert_eq!(
+            shown["run"]["host"]["shared_host"],
+            serde_json::json!({"launcher": "Slurm", "tasks": 2}),
+            "{store}"
+        );
+    }
 }
 
 /// Two `sbatch --ntasks-per-node=1` jobs, each a script running
