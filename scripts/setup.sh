@@ -25,7 +25,9 @@ if command -v apt-get >/dev/null 2>&1; then
   # smtlab's own in `study web` and its tests; wrk and apache2-utils (ab):
   # the load generators smtlab's is checked against; curl: fetches files
   # byte for byte in the web tests. ngircd: the reference IRC server beside
-  # smtlab's chat server in `study chat` and its tests. openmpi-bin:
+  # smtlab's chat server in `study chat` and its tests. python3-irc (the
+  # Python irc library) and ii: real IRC clients that
+  # crates/smtlab/tests/chat_clients.rs runs against the chat server. openmpi-bin:
   # `mpirun`, the launcher the DSM tests start `smtlab rank` under;
   # iproute2: `ip netns` and `tc`, for the test that puts two ranks in
   # network namespaces over a shaped veth pair (as root).
@@ -39,7 +41,7 @@ if command -v apt-get >/dev/null 2>&1; then
   $SUDO apt-get install -y -qq --no-install-recommends \
     gcc libc6-dev tar bzip2 hwloc python3 hyperfine linux-perf chromium sqlite3 git \
     libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 likwid zsh fish man-db bash-completion \
-    nginx wrk apache2-utils curl ngircd openmpi-bin iproute2 \
+    nginx wrk apache2-utils curl ngircd python3-irc ii openmpi-bin iproute2 \
     slurm-wlm munge \
     qemu-system-x86 linux-image-amd64 busybox-static python3-venv >/dev/null
   # smtlab starts nginx and ngircd itself, unprivileged, with its own
