@@ -6,11 +6,17 @@
 //! machine has two packages, two NUMA nodes and SMT).
 //!
 //! Skipped, with a line on stderr, where Chromium is not installed.
+//!
+//! And how the browser is run, with `sh` in its place: whatever it leaves
+//! running is killed with its process group, on a timeout too.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 use support::chromium;
 
@@ -255,4 +261,52 @@ fn report_renders_in_chromium() {
     for text in ["node 1 / core 2 / PU 4", "scatter N=2", "package 1"] {
         assert!(dom.contains(text), "{text} not in the page");
     }
+}
+
+/// Whether process `pid` (a number as `sh` printed it) still runs: a
+/// zombie does not, its new parent reaps it.
+fn runs(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+/// The pid `sh` printed first in `out`.
+fn printed_pid(out: &Path) -> String {
+    let text = std::fs::read_to_string(out).unwrap();
+    let pid = text.lines().next().unwrap_or("").trim().to_string();
+    assert!(pid.parse::<u32>().is_ok(), "no pid in {text:?}");
+    pid
+}
+
+#[test]
+fn a_process_the_browser_leaves_running_is_killed_with_its_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    // Exits at once, its child (as a renderer would be) still running.
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "sleep 60 & echo $!"]);
+    let ok = chromium::run_with_limit(sh, tmp.path(), &out, &err, Duration::from_secs(20));
+    assert!(ok);
+    let pid = printed_pid(&out);
+    assert!(!runs(&pid), "sleep {pid} outlived the run");
+}
+
+#[test]
+fn a_browser_past_its_time_limit_is_killed_with_its_children() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "sleep 60 & echo $!; sleep 60"]);
+    let t = std::time::Instant::now();
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        chromium::run_with_limit(sh, tmp.path(), &out, &err, Duration::from_secs(1))
+    }));
+    let message = run.expect_err("a run past its limit panics");
+    let message = message.downcast_ref::<String>().map_or("", String::as_str);
+    assert!(message.contains("did not finish within 1s"), "{message}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let pid = printed_pid(&out);
+    assert!(!runs(&pid), "sleep {pid} outlived the killed run");
 }
