@@ -15,7 +15,8 @@ if command -v apt-get >/dev/null 2>&1; then
   # hyperfine: the wall-time benchmark's reference; linux-perf: `perf`, the
   # independent check of hardware counters in the doctor tests; sqlite3 and
   # git: real programs the smtalloc tests run under LD_PRELOAD; chromium:
-  # opens the HTML report in the report tests; libjemalloc2, libmimalloc2.0,
+  # opens the HTML report in the report tests, and a page `smtlab serve web`
+  # serves in tests/web_serve.rs; libjemalloc2, libmimalloc2.0,
   # libtcmalloc-minimal4: the allocators `study alloc` compares; likwid:
   # likwid-bench, the reference of the stream benchmark; zsh, fish and
   # man-db: the completion scripts and man pages are checked in the shells

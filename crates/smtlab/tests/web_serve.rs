@@ -11,7 +11,8 @@
 //! The hostile-request corpus (smtlab-web's `tests/support/web_corpus.rs`)
 //! against every model; a FIFO in the root never holding a worker, and a
 //! stop within a second with requests in flight; a page with a stylesheet,
-//! a script and an image rendered by headless Chromium.
+//! a script and an image rendered by headless Chromium, then loaded again
+//! from its cache after the server's 304s.
 
 mod support;
 
@@ -942,10 +943,18 @@ fn a_fifo_in_the_root_never_holds_the_one_worker_and_sigterm_stops_within_a_seco
     }
 }
 
-/// The test page: HTML with a stylesheet, a module script and a PNG.
-/// The script runs at `load`: it retitles the page and writes into the DOM
-/// what the browser made of the stylesheet (the body's computed
-/// background) and the image (its decoded size).
+/// The stylesheet's background, the image's colour and the colour the
+/// script paints its box: each found in the screenshot only if that part
+/// was fetched and used.
+const BACKGROUND: [u8; 3] = [18, 52, 86];
+const IMAGE: [u8; 3] = [200, 30, 40];
+const PAINTED: [u8; 3] = [40, 200, 90];
+
+/// The test page: HTML with a stylesheet, a module script and a PNG (its
+/// path percent-encoded by the browser).
+/// The script paints a box as soon as it runs, and at `load` retitles the
+/// page and writes into the DOM what the browser made of the stylesheet
+/// (the body's computed background) and the image (its decoded size).
 fn write_page(root: &Path) {
     std::fs::create_dir_all(root).unwrap();
     std::fs::write(
@@ -955,24 +964,34 @@ fn write_page(root: &Path) {
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="style.css">
 <script type="module" src="app.js"></script>
-</head><body><h1>smtlab</h1><img id="img" src="pixel.png" width="64" height="64"></body></html>
+</head><body><h1>smtlab</h1><img id="img" src="images/a pixel é.png" width="64" height="64">
+<div id="ran"></div></body></html>
 "#,
     )
     .unwrap();
+    let [r, g, b] = BACKGROUND;
     std::fs::write(
         root.join("style.css"),
-        "body { background: rgb(18, 52, 86); margin: 0; }\nh1 { color: rgb(250, 250, 250); }\n",
+        format!(
+            "body {{ background: rgb({r}, {g}, {b}); margin: 0; }}\n\
+             h1 {{ color: rgb(250, 250, 250); }}\n\
+             #ran {{ width: 48px; height: 48px; }}\n"
+        ),
     )
     .unwrap();
+    let [r, g, b] = PAINTED;
     std::fs::write(
         root.join("app.js"),
-        "window.addEventListener('load', () => {\n\
-         \x20 const img = document.getElementById('img');\n\
-         \x20 document.title = 'script ran';\n\
-         \x20 document.body.dataset.bg = getComputedStyle(document.body).backgroundColor;\n\
-         \x20 document.body.dataset.img = img.naturalWidth > 0\n\
-         \x20   ? `${img.naturalWidth}x${img.naturalHeight}` : 'broken';\n\
-         });\n",
+        format!(
+            "document.getElementById('ran').style.background = 'rgb({r}, {g}, {b})';\n\
+             window.addEventListener('load', () => {{\n\
+             \x20 const img = document.getElementById('img');\n\
+             \x20 document.title = 'script ran';\n\
+             \x20 document.body.dataset.bg = getComputedStyle(document.body).backgroundColor;\n\
+             \x20 document.body.dataset.img = img.naturalWidth > 0\n\
+             \x20   ? `${{img.naturalWidth}}x${{img.naturalHeight}}` : 'broken';\n\
+             }});\n"
+        ),
     )
     .unwrap();
     let mut png = Vec::new();
@@ -981,9 +1000,12 @@ fn write_page(root: &Path) {
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         let mut w = enc.write_header().unwrap();
-        w.write_image_data(&[200, 30, 40].repeat(64 * 64)).unwrap();
+        w.write_image_data(&IMAGE.repeat(64 * 64)).unwrap();
     }
-    std::fs::write(root.join("pixel.png"), png).unwrap();
+    // In a directory, its name with a space and a non-ASCII letter: the
+    // browser asks for `/images/a%20pixel%20%C3%A9.png`.
+    std::fs::create_dir_all(root.join("images")).unwrap();
+    std::fs::write(root.join("images/a pixel é.png"), png).unwrap();
 }
 
 /// Pixels of an RGB(A) PNG within 4 of `rgb` in every channel.
@@ -1004,54 +1026,80 @@ fn pixels_like(png_bytes: &[u8], rgb: [u8; 3]) -> usize {
         .count()
 }
 
+/// The page's four files, as Chromium asks for them.
+const PAGE_FILES: u64 = 4;
+
 #[test]
 fn a_page_with_a_stylesheet_a_script_and_an_image_renders_in_chromium_from_every_model() {
     let Some(browser) = chromium::chromium() else {
         support::skip("chromium not installed (apt-get install chromium)");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("site");
-    write_page(&root);
     for model in MODELS {
+        // A page written just now: its Last-Modified is a second old at
+        // most when first served, so Chromium's heuristic freshness (a
+        // tenth of that age) has run out by the second load.
+        let site = tempfile::tempdir().unwrap();
+        write_page(site.path());
         // Chromium opens several connections and keeps them: enough
         // workers that none waits for another's to idle out.
         let s = Serve::start(
             model,
             6,
-            &["--root", root.to_str().unwrap(), "--request-timeout", "2s"],
+            &[
+                "--root",
+                site.path().to_str().unwrap(),
+                "--request-timeout",
+                "2s",
+            ],
         );
         let url = format!("http://{}/index.html", s.addr);
-        let scratch = tempfile::tempdir().unwrap();
-        let page = chromium::render_url(&browser, &url, scratch.path());
+        // One profile for both loads: the second finds the first's cache.
+        let profile = tempfile::tempdir().unwrap();
+        let page = chromium::render_url(&browser, &url, profile.path());
         assert!(
             page.console.is_empty(),
             "{model}: console messages:\n{}",
             page.console.join("\n")
         );
+        let [r, g, b] = BACKGROUND;
         for want in [
-            "<title>script ran</title>",
-            r#"data-bg="rgb(18, 52, 86)""#,
-            r#"data-img="64x64""#,
+            "<title>script ran</title>".to_string(),
+            format!(r#"data-bg="rgb({r}, {g}, {b})""#),
+            r#"data-img="64x64""#.to_string(),
         ] {
             assert!(
-                page.dom.contains(want),
+                page.dom.contains(&want),
                 "{model}: no {want} in\n{}",
                 page.dom
             );
         }
-        let scratch = tempfile::tempdir().unwrap();
-        let shot = chromium::screenshot(&browser, &url, scratch.path(), 400, 300);
-        // Most of the window is the stylesheet's background; the image is
-        // drawn whole, 64 x 64.
-        let background = pixels_like(&shot, [18, 52, 86]);
-        let image = pixels_like(&shot, [200, 30, 40]);
+        // The second load revalidates each cached file (If-Modified-Since)
+        // and renders what the cache holds after the server's 304s.
+        let shot = chromium::screenshot(&browser, &url, profile.path(), 400, 300);
+        // Most of the window is the stylesheet's background; the image and
+        // the script's box are drawn whole.
+        let background = pixels_like(&shot, BACKGROUND);
+        let image = pixels_like(&shot, IMAGE);
+        let painted = pixels_like(&shot, PAINTED);
         assert!(
             background > 400 * 300 / 2,
             "{model}: {background} background pixels"
         );
         assert!(image >= 64 * 64 * 9 / 10, "{model}: {image} image pixels");
-        let (status, _) = s.stop(Signal::SIGTERM);
+        assert!(
+            painted >= 48 * 48 * 9 / 10,
+            "{model}: {painted} pixels of the script's box"
+        );
+        let (status, lines) = s.stop(Signal::SIGTERM);
         assert_eq!(status.code(), Some(0), "{model}");
+        // Every file sent once, then confirmed unchanged once; nothing
+        // Chromium asked for refused.
+        let stats = stats_of(&lines);
+        assert_eq!(
+            stats["counters"]["by_class"],
+            serde_json::json!([PAGE_FILES, PAGE_FILES, 0, 0]),
+            "{model}: responses by class (2xx, 3xx, 4xx, 5xx): {stats}"
+        );
     }
 }
