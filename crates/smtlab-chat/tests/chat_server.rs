@@ -404,6 +404,58 @@ fn quit_part_and_nick_are_told_to_the_room() {
     });
 }
 
+/// WHO shows each member with the user and host of its prefix and the
+/// real name of its USER (real clients, weechat among them, take the user
+/// and host they show from WHO): once it said `~u` and `smtlab` for all.
+#[test]
+fn who_shows_each_member_as_its_prefix_and_real_name() {
+    each_model(|model| {
+        let s = server(model, |_| {});
+        let mut a = Client::register(s.addr(), "alice");
+        let mut b = Client::register(s.addr(), "bob");
+        a.join("#r");
+        b.join("#r");
+        b.send("NICK robert");
+        b.expect(|l| l.contains(" NICK "));
+        a.send("WHO #r");
+        let mut who = Vec::new();
+        while who.last().is_none_or(|l: &String| !l.contains(" 315 ")) {
+            who.push(a.expect(|l| l.contains(" 352 ") || l.contains(" 315 ")));
+        }
+        assert_eq!(
+            who,
+            [
+                ":smtlab.chat 352 alice #r alice 127.0.0.1 smtlab.chat alice H :0 Test alice",
+                ":smtlab.chat 352 alice #r bob 127.0.0.1 smtlab.chat robert H :0 Test bob",
+                ":smtlab.chat 315 alice #r :End of WHO list",
+            ],
+            "model {model}"
+        );
+        // A nickname, exactly (its channel `*`); one not in use, or taken
+        // before USER, lists nobody.
+        a.send("WHO Robert");
+        assert_eq!(
+            a.expect(|l| l.contains(" 352 ")),
+            ":smtlab.chat 352 alice * bob 127.0.0.1 smtlab.chat robert H :0 Test bob"
+        );
+        a.expect(|l| l.contains(" 315 alice Robert "));
+        let mut early = Client::connect(s.addr());
+        early.send("NICK early");
+        early.send("PING :sync");
+        early.expect(|l| l.contains(" PONG "));
+        for mask in ["early", "nobody", "#none"] {
+            a.send(&format!("WHO {mask}"));
+            let next = a.line(WAIT).unwrap();
+            assert_eq!(
+                next,
+                format!(":smtlab.chat 315 alice {mask} :End of WHO list"),
+                "model {model}"
+            );
+        }
+        s.stop().unwrap();
+    });
+}
+
 #[test]
 fn stop_closes_every_connection_and_joins_every_thread() {
     each_model(|model| {

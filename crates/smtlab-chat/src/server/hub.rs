@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::irc;
@@ -141,7 +141,17 @@ pub struct Client {
     pub host: String,
     /// Nickname (empty before NICK); changed only by the connection itself.
     pub nick: RwLock<String>,
+    /// What its USER said, set once, at registration (unset before).
+    pub user: OnceLock<UserInfo>,
     pub out: Arc<dyn Outbox>,
+}
+
+/// A registered client's USER: what WHO shows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    /// The user name, as in its prefix (`nick!user@host`).
+    pub user: String,
+    pub real_name: String,
 }
 
 impl Client {
@@ -190,6 +200,7 @@ impl Hub {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             host,
             nick: RwLock::new(String::new()),
+            user: OnceLock::new(),
             out,
         })
     }

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::hub::{note_full, Channel, Client, Hub, Line};
+use super::hub::{note_full, Channel, Client, Hub, Line, UserInfo};
 use super::irc::{self, Input, Message};
 
 /// What the connection does after a line.
@@ -194,6 +194,10 @@ impl Session {
         }
         self.registered = true;
         hub.counters.registered.fetch_add(1, Relaxed);
+        if let Some((user, real_name)) = self.user.clone() {
+            // Registration happens once per connection: the cell is empty.
+            let _ = self.client.user.set(UserInfo { user, real_name });
+        }
         self.set_prefix();
         let prefix = self.prefix.clone();
         let name = &hub.server_name;
@@ -419,24 +423,35 @@ impl Session {
         self.numeric(hub, "366", &[&lossy(name)], "End of NAMES list");
     }
 
+    /// WHO of a channel (its members) or of a nickname (exactly; no
+    /// wildcards): each as `352 <channel> <user> <host> <server> <nick> H
+    /// :0 <real name>` (RFC 2812 §3.6.1, §4.2.1), the user and host those
+    /// of its prefix; the channel is `*` for a nickname.
     fn who(&mut self, hub: &Hub, msg: &Message<'_>) {
         let mask = msg.param(0).unwrap_or(b"*");
-        if let Some(channel) = hub.find_channel(mask) {
-            let members: Vec<Arc<Client>> = channel
+        let (channel, members) = if let Some(channel) = hub.find_channel(mask) {
+            let members = channel
                 .members
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            for m in members {
-                let nick = m.nick();
-                let server = hub.server_name.clone();
-                self.numeric(
-                    hub,
-                    "352",
-                    &[&channel.name, "~u", &m.host, &server, &nick, "H"],
-                    "0 smtlab",
-                );
-            }
+            (channel.name.clone(), members)
+        } else if irc::is_channel(mask) {
+            (String::new(), Vec::new())
+        } else {
+            ("*".to_string(), hub.find_nick(mask).into_iter().collect())
+        };
+        let server = hub.server_name.clone();
+        for m in members {
+            // A nickname taken before USER is nobody's yet.
+            let Some(user) = m.user.get() else { continue };
+            let nick = m.nick();
+            self.numeric(
+                hub,
+                "352",
+                &[&channel, &user.user, &m.host, &server, &nick, "H"],
+                &format!("0 {}", user.real_name),
+            );
         }
         self.numeric(hub, "315", &[&lossy(mask)], "End of WHO list");
     }

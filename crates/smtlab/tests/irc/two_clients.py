@@ -3,8 +3,8 @@
 
 Usage: two_clients.py HOST:PORT
 
-Both register, join one channel, exchange channel and private messages
-(one of them not ASCII), ask the server for a PONG; one changes its nick
+Both register, join one channel, list it with WHO, exchange channel and
+private messages (one of them not ASCII), ask the server for a PONG; one changes its nick
 (the other sees the NICK, and the library itself follows its new nick),
 then both quit (the other sees the first QUIT). Every step waits for what
 it should bring, with a timeout, and the first thing that does not arrive
@@ -39,7 +39,8 @@ class Client:
         self.conn.connect(host, port, name, username=name, ircname=name)
 
     def record(self, conn, event):
-        if conn is not self.conn:
+        # The raw lines come again as the events they parse into.
+        if conn is not self.conn or event.type == "all_raw_messages":
             return
         source = irc.client.NickMask(event.source or "").nick if event.source else ""
         self.events.append((event.type, source, event.target, list(event.arguments)))
@@ -82,6 +83,12 @@ class Session:
             self.reactor.process_once(min(left, 0.05))
 
 
+def host_of(client):
+    """The host the server shows for a client: the address it connects
+    from, which is the one the server listens on here (loopback)."""
+    return client.conn.socket.getsockname()[0]
+
+
 def run(s):
     ann = s.connect("ann")
     ben = s.connect("ben")
@@ -106,6 +113,17 @@ def run(s):
              and set(a[2].split()) == {"ann", "ben"})
     s.expect(ann, "ben's JOIN of " + CHANNEL,
              lambda t, n, g, a: t == "join" and n == "ben" and g == CHANNEL)
+
+    # WHO: each member as the other sees it in messages (user, host,
+    # nick), with the real name it registered.
+    ben.conn.who(CHANNEL)
+    for nick in ("ann", "ben"):
+        s.expect(ben, "WHO (352) of %s naming %s as %s!%s@%s, real name %s"
+                 % (CHANNEL, nick, nick, nick, host_of(ben), nick),
+                 lambda t, n, g, a, nick=nick: t == "whoreply" and a[0] == CHANNEL
+                 and a[4] == nick and a[1] == nick and a[2] == host_of(ben)
+                 and a[-1].split(" ", 1)[1:] == [nick])
+    s.expect(ben, "the end of WHO (315)", lambda t, *_: t == "endofwho")
 
     ann.conn.privmsg(CHANNEL, "hello from ann")
     s.expect(ben, "ann's channel message",
