@@ -416,7 +416,9 @@ fn who_shows_each_member_as_its_prefix_and_real_name() {
         a.join("#r");
         b.join("#r");
         b.send("NICK robert");
-        b.expect(|l| l.contains(" NICK "));
+        // Alice's copy of the NICK too, so that nothing else is on its way
+        // to her when she asks.
+        a.expect(|l| l.contains(" NICK :robert"));
         a.send("WHO #r");
         let mut who = Vec::new();
         while who.last().is_none_or(|l: &String| !l.contains(" 315 ")) {
