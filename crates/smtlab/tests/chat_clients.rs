@@ -1,7 +1,7 @@
 //! Real IRC clients against `smtlab serve chat`, in each model, on
 //! 127.0.0.1 port 0: two clients of the Python `irc` library (jaraco's,
-//! `tests/irc/two_clients.py`) register, join a channel, exchange channel
-//! and private messages, change a nick and quit; two `ii` (suckless's
+//! `tests/irc/two_clients.py`) register, join a channel, list it with WHO,
+//! exchange channel and private messages, PING, change a nick and quit; two `ii` (suckless's
 //! FIFO-driven client) exchange a channel and a private message and see the
 //! other's NICK and QUIT, checked in their `out` files. Each client parses
 //! the server's prefixes and numerics its own way, unlike the raw sockets of

@@ -3,10 +3,11 @@
 
 Usage: two_clients.py HOST:PORT
 
-Both register, join one channel, list it with WHO, exchange channel and
-private messages (one of them not ASCII), ask the server for a PONG; one changes its nick
-(the other sees the NICK, and the library itself follows its new nick),
-then both quit (the other sees the first QUIT). Every step waits for what
+Both register (the library reads the 005 line), join one channel, list it
+with WHO, exchange channel and private messages (one of them not ASCII),
+ask the server for a PONG; one changes its nick (the other sees the NICK,
+and the library itself follows its new nick), then both quit (the other
+sees the first QUIT). Every step waits for what
 it should bring, with a timeout, and the first thing that does not arrive
 ends the script with exit 1 and one line naming it and what did arrive.
 
