@@ -12,7 +12,8 @@
 //! against every model; a FIFO in the root never holding a worker, and a
 //! stop within a second with requests in flight; a page with a stylesheet,
 //! a script and an image rendered by headless Chromium, then loaded again
-//! from its cache after the server's 304s.
+//! from its cache after the server's 304s; the edit of a stylesheet dated
+//! in the future seen by Chromium at its next load.
 
 mod support;
 
@@ -1102,4 +1103,54 @@ fn a_page_with_a_stylesheet_a_script_and_an_image_renders_in_chromium_from_every
             "{model}: responses by class (2xx, 3xx, 4xx, 5xx): {stats}"
         );
     }
+}
+
+/// A stylesheet dated in the future (written where the clock was ahead)
+/// and edited after Chromium cached it: the next load shows the edit. The
+/// server sent the future date as Last-Modified, and Chromium revalidated
+/// with it: every edit before that date was answered 304, and the old
+/// colour stayed. The headers are the same in every model: one suffices.
+#[test]
+fn chromium_sees_the_edit_of_a_stylesheet_dated_in_the_future() {
+    let Some(browser) = chromium::chromium() else {
+        support::skip("chromium not installed (apt-get install chromium)");
+        return;
+    };
+    let site = tempfile::tempdir().unwrap();
+    write_page(site.path());
+    let css = site.path().join("style.css");
+    let in_a_day = std::time::SystemTime::now() + Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&css)
+        .unwrap()
+        .set_modified(in_a_day)
+        .unwrap();
+    let s = Serve::start("event", 1, &["--root", site.path().to_str().unwrap()]);
+    let url = format!("http://{}/index.html", s.addr);
+    let profile = tempfile::tempdir().unwrap();
+    let (width, height) = (400, 300);
+    let half = (width * height / 2) as usize;
+    let shot = chromium::screenshot(&browser, &url, profile.path(), width, height);
+    let before = pixels_like(&shot, BACKGROUND);
+    assert!(before > half, "{before} background pixels");
+    // An edit within the second the file was sent is invisible to
+    // If-Modified-Since (HTTP dates are whole seconds): edit in the next.
+    let into_second = std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos();
+    std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
+    const EDITED: [u8; 3] = [90, 20, 120];
+    let [r, g, b] = EDITED;
+    std::fs::write(
+        &css,
+        format!("body {{ background: rgb({r}, {g}, {b}); margin: 0; }}\n"),
+    )
+    .unwrap();
+    let shot = chromium::screenshot(&browser, &url, profile.path(), width, height);
+    let (edited, old) = (pixels_like(&shot, EDITED), pixels_like(&shot, BACKGROUND));
+    assert!(
+        edited > half,
+        "{edited} pixels of the edited background, {old} of the old one"
+    );
+    let (status, _) = s.stop(Signal::SIGTERM);
+    assert_eq!(status.code(), Some(0));
 }

@@ -133,6 +133,13 @@ const TEXT: &str = "text/plain";
 /// A response head: status line, Date, Server, Content-Length,
 /// Content-Type, Last-Modified, Connection, the blank line. A 304 has no
 /// body, so neither length nor type (`content_type` is not used).
+///
+/// Last-Modified is never later than Date (RFC 9110 §8.8.2.1): a file
+/// dated in the future (a clock ahead where it was written, `touch -d`) is
+/// sent as modified now. With its own date, a browser would revalidate
+/// with that date, and every edit before it would be answered 304, the old
+/// file shown for ever; [`respond`] compares the file's own date, so such
+/// a file is sent whole until that date has passed.
 pub fn head(
     status: Status,
     content_length: u64,
@@ -143,12 +150,13 @@ pub fn head(
 ) -> Vec<u8> {
     use std::fmt::Write;
     let mut s = String::with_capacity(192);
+    let now = SystemTime::now();
     let _ = write!(
         s,
         "HTTP/1.{minor} {} {}\r\nServer: smtlab\r\nDate: {}\r\n",
         status.code(),
         status.reason(),
-        httpdate::fmt_http_date(SystemTime::now())
+        httpdate::fmt_http_date(now)
     );
     if status != Status::NotModified {
         let _ = write!(
@@ -157,7 +165,11 @@ pub fn head(
         );
     }
     if let Some(m) = last_modified {
-        let _ = write!(s, "Last-Modified: {}\r\n", httpdate::fmt_http_date(m));
+        let _ = write!(
+            s,
+            "Last-Modified: {}\r\n",
+            httpdate::fmt_http_date(m.min(now))
+        );
     }
     // HTTP/1.1 keeps connections by default, 1.0 closes them: say it only
     // when it differs from the version's default.

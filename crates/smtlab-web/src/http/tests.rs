@@ -473,3 +473,51 @@ fn only_regular_files_are_opened_and_a_fifo_never_blocks() {
     let head = String::from_utf8(respond(&site, &request).head).unwrap();
     assert!(head.contains("Content-Type: text/css\r\n"), "{head}");
 }
+
+/// The `name:` field of a response head.
+fn field<'h>(head: &'h str, name: &str) -> &'h str {
+    head.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+        .unwrap_or_else(|| panic!("no {name} in {head}"))
+}
+
+/// RFC 9110 §8.8.2.1: Last-Modified is never later than Date. A file dated
+/// in the future (a clock ahead where it was written, `touch -d`) sent
+/// with its own date made a browser revalidate with that date, and every
+/// edit before it was answered 304: Chromium kept showing the old
+/// stylesheet. It is sent as modified at the Date, and the file edited
+/// since is sent again.
+#[test]
+fn a_file_dated_in_the_future_is_last_modified_at_the_date_and_its_edit_is_sent() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.css");
+    std::fs::write(&path, b"body{background:red}").unwrap();
+    let day = Duration::from_secs(86_400);
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(SystemTime::now() + day).unwrap();
+    let site = Site::new(dir.path()).unwrap();
+    let get = |extra: &str| {
+        let text = format!("GET /s.css HTTP/1.1\r\nHost: h\r\n{extra}\r\n");
+        let Parsed::Request { request, .. } = req(&text) else {
+            panic!("{text}")
+        };
+        let r = respond(&site, &request);
+        (r.status, String::from_utf8(r.head).unwrap())
+    };
+    let (status, head) = get("");
+    assert_eq!(status, Status::Ok);
+    let date = httpdate::parse_http_date(field(&head, "Date")).unwrap();
+    let sent = field(&head, "Last-Modified").to_string();
+    let modified = httpdate::parse_http_date(&sent).unwrap();
+    assert!(modified <= date, "{head}");
+    // Revalidated with the date it was sent with: still dated in the
+    // future, so not known unchanged since: sent again.
+    let (status, _) = get(&format!("If-Modified-Since: {sent}\r\n"));
+    assert_eq!(status, Status::Ok);
+    // Edited a second later (its own clock now right).
+    std::fs::write(&path, b"body{background:blue}").unwrap();
+    file.set_modified(date + Duration::from_secs(1)).unwrap();
+    let (status, head) = get(&format!("If-Modified-Since: {sent}\r\n"));
+    assert_eq!(status, Status::Ok, "{head}");
+}
