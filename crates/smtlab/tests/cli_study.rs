@@ -5,6 +5,9 @@
 
 mod support;
 
+#[path = "../../smtlab-report/tests/support/chromium.rs"]
+mod chromium;
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -302,59 +305,27 @@ fn models_study_verdicts_agree_with_the_table_and_the_report_is_written() {
 }
 
 /// The study's own report loads in headless Chromium with no console
-/// message, and every chart written to charts/ is drawn on the page.
+/// message, and every chart written to charts/ is drawn on the page (the
+/// browser run as every test runs it: its own process group, its files in
+/// `tmp`, nothing of it left afterwards).
 fn opens_in_chromium_with_every_chart(dir: &Path, tmp: &Path) {
-    let Some(browser) = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-    else {
+    let Some(browser) = chromium::chromium() else {
         skip("chromium not installed (apt-get install chromium): report not opened");
         return;
     };
-    let charts = std::fs::read_dir(dir.join("charts"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "svg")
-        })
-        .count();
-    assert!(charts >= 3, "runtime, speedup and model charts at least");
-    let out = std::process::Command::new("timeout")
-        .arg("60")
-        .arg(browser)
-        .args([
-            "--headless=new",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=1000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", tmp.join("profile").display()))
-        .arg(format!(
-            "file://{}",
-            dir.join("report.html").canonicalize().unwrap().display()
-        ))
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "chromium failed: {log}");
-    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "console messages: {console:?}");
+    let figures = chromium::figures_in(dir);
     assert!(
-        dom.contains(&format!("data-figures=\"{charts}\""))
-            && dom.contains(&format!("data-drawn=\"{charts}\"")),
-        "not all {charts} charts drawn: {}",
-        dom.lines()
-            .find(|l| l.contains("render-check"))
-            .unwrap_or("no render-check")
+        figures.len() >= 3,
+        "runtime, speedup and model charts at least"
     );
+    let scratch = tmp.join("chromium");
+    std::fs::create_dir_all(&scratch).unwrap();
+    chromium::render(
+        &browser,
+        &dir.join("report.html").canonicalize().unwrap(),
+        &scratch,
+    )
+    .assert_figures_drawn(&figures);
 }
 
 #[test]
