@@ -449,6 +449,42 @@ ts = [threading.Thread(target=work, args=(c,)) for c in [{cpus}]]
     )
 }
 
+/// The producer/consumer ring of `benches/c/handoff.c` (compiled in the
+/// guest), its two threads on `cpus` (two PUs: a core's siblings, or two
+/// cores), under smtalloc with its statistics, then under jemalloc and
+/// tcmalloc where installed: each run's `ns_per_block` and smtalloc's
+/// lines, each run introduced by `== ALLOC CPUS`.
+fn handoff_runs(placements: &[&str]) -> String {
+    let src = support::guest::repo().join("crates/smtlab/benches/c/handoff.c");
+    let mut cmd = format!(
+        "cc -O2 -pthread -o /dev/shm/handoff {} || exit 1\n\
+         smt=\"$(dirname \"$(command -v smtlab)\")/libsmtalloc.so\"\n",
+        support::guest::shell_quote(&src.display().to_string())
+    );
+    for cpus in placements {
+        cmd.push_str(&format!(
+            "echo '== smtalloc {cpus}'; SMTALLOC_STATS=1 LD_PRELOAD=\"$smt\" taskset -c {cpus} \
+             /dev/shm/handoff touched 100000 2>&1 || exit 1\n\
+             for lib in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+             /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do [ -e \"$lib\" ] || continue; \
+             echo \"== $(basename \"$lib\") {cpus}\"; LD_PRELOAD=\"$lib\" taskset -c {cpus} \
+             /dev/shm/handoff touched 100000 || exit 1; done\n"
+        ));
+    }
+    cmd
+}
+
+/// The section of [`handoff_runs`]'s output for `alloc` on `cpus`.
+fn handoff_section<'a>(out: &'a str, alloc: &str, cpus: &str) -> &'a str {
+    let head = format!("== {alloc} {cpus}\n");
+    let start = out
+        .find(&head)
+        .map(|i| i + head.len())
+        .unwrap_or_else(|| panic!("no {head:?} in {out}"));
+    let rest = &out[start..];
+    &rest[..rest.find("\n== ").map_or(rest.len(), |i| i + 1)]
+}
+
 /// smtalloc's per-core lines (`smtalloc: core K cpus A,B: arena ...`): the
 /// CPUs of each core that allocated, and its calls.
 fn smtalloc_cores(stderr: &str) -> BTreeMap<usize, (String, u64)> {
@@ -474,9 +510,12 @@ fn smtalloc_cores(stderr: &str) -> BTreeMap<usize, (String, u64)> {
 /// `pin` puts a program's threads on a core's two siblings; `study smt`
 /// with intervals; `study pairs` pairs programs on a core's siblings
 /// ("SMT"); smtalloc gives each core one arena that both its siblings
-/// use, and `study alloc` finds no object foreign to its core.
+/// use (a producer/consumer between siblings sends no block anywhere,
+/// between cores every one home), and `study alloc` finds no object
+/// foreign to its core.
 #[test]
 #[ignore = "an emulated guest, minutes under TCG: cargo test -p smtlab --test guest -- --include-ignored"]
+#[allow(clippy::too_many_lines)] // one guest boot: its steps, then their checks in order
 fn shape_a_one_package_two_cores_two_threads() {
     let mut s = Scenario::new(Shape::A);
     topology_steps(&mut s, 2);
@@ -493,6 +532,9 @@ fn shape_a_one_package_two_cores_two_threads() {
         "-w spin,stream --window 0.3s --at-once 1 --trials 10000 --min-samples 3 --max-samples 3 --warmup 0 --max-time 60s",
     );
     s.step("smtalloc", 300, &smtalloc_threads("0, 1, 2, 3"));
+    // Producer/consumer between a core's two siblings (one arena: frees are
+    // local) and between the two cores (every block sent home).
+    s.step("handoff", 600, &handoff_runs(&["0,1", "0,2"]));
     // Threads that move to the next CPU every 1000 allocations: whatever
     // core a block was allocated on, smtalloc's comes from that core's
     // arena; glibc's per-thread arenas follow the thread.
@@ -585,6 +627,49 @@ fn shape_a_one_package_two_cores_two_threads() {
     );
     assert!(cores.values().all(|(_, calls)| *calls >= 6000), "{err}");
     assert!(err.contains("smtalloc: shared frames: 0 "), "{err}");
+
+    // The handoff ring: between siblings no block goes anywhere (they share
+    // the core's arena), between cores every block another core freed is
+    // received back by its own core, batched.
+    let out = &g.step("handoff").out;
+    assert_eq!(
+        g.step("handoff").status,
+        0,
+        "{out}\n{}",
+        g.step("handoff").err
+    );
+    let received = |section: &str| -> Vec<u64> {
+        section
+            .lines()
+            .filter(|l| l.starts_with("smtalloc: core "))
+            .map(|l| {
+                let rest = &l[l.find("blocks received ").expect("received count") + 16..];
+                rest.split_whitespace().next().unwrap().parse().unwrap()
+            })
+            .collect()
+    };
+    let siblings = handoff_section(out, "smtalloc", "0,1");
+    let cores = handoff_section(out, "smtalloc", "0,2");
+    let near = received(siblings);
+    assert!(
+        !near.is_empty() && near.iter().all(|&n| n == 0),
+        "{siblings}"
+    );
+    assert!(siblings.contains("(freed directly): 0,"), "{siblings}");
+    // Between the cores, each core gets blocks back from the other (how
+    // many depends on how TCG interleaves the two vCPUs: a producer whose
+    // consumer lags frees its own refused batches, and a free whose owner
+    // is descheduled is freed directly).
+    let apart = received(cores);
+    assert!(
+        apart.len() == 2 && apart.iter().all(|&n| n > 0),
+        "each core should get blocks back from the other: {cores}"
+    );
+    for section in [siblings, cores] {
+        assert!(section.contains("ns_per_block="), "{section}");
+        assert!(section.contains("smtalloc: shared frames: 0 "), "{section}");
+    }
+    eprintln!("handoff in the guest (TCG, timing not the hardware's):\n{out}");
 
     // study alloc: smtalloc's objects are never foreign to their core,
     // glibc's are once threads migrate.
