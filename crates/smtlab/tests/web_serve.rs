@@ -1136,15 +1136,36 @@ fn chromium_sees_the_edit_of_a_stylesheet_dated_in_the_future() {
     assert!(before > half, "{before} background pixels");
     // An edit within the second the file was sent is invisible to
     // If-Modified-Since (HTTP dates are whole seconds): edit in the next.
-    let into_second = std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos();
-    std::thread::sleep(Duration::from_nanos(u64::from(1_000_000_000 - into_second)));
+    // The file's mtime comes from the kernel's coarse clock, which lags
+    // the real time by up to a tick: rewrite until the mtime itself is in
+    // the next second (sleeping only to the boundary failed 1 run in 4).
+    let into_second = std::time::UNIX_EPOCH.elapsed().unwrap();
+    let next = into_second.as_secs() + 1;
+    std::thread::sleep(Duration::from_nanos(u64::from(
+        1_000_000_000 - into_second.subsec_nanos(),
+    )));
     const EDITED: [u8; 3] = [90, 20, 120];
     let [r, g, b] = EDITED;
-    std::fs::write(
-        &css,
-        format!("body {{ background: rgb({r}, {g}, {b}); margin: 0; }}\n"),
-    )
-    .unwrap();
+    let mtime_secs = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .unwrap()
+            .modified()
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    loop {
+        std::fs::write(
+            &css,
+            format!("body {{ background: rgb({r}, {g}, {b}); margin: 0; }}\n"),
+        )
+        .unwrap();
+        if mtime_secs(&css) >= next {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let shot = chromium::screenshot(&browser, &url, profile.path(), width, height);
     let (edited, old) = (pixels_like(&shot, EDITED), pixels_like(&shot, BACKGROUND));
     assert!(
