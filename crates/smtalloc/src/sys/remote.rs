@@ -164,7 +164,7 @@ const fn node() -> Node {
     }
 }
 
-static OUT: [Outbox; MAX_CPUS] = [const {
+const fn outbox() -> Outbox {
     Outbox {
         taken: SpinLock::new(),
         direct: AtomicU64::new(0),
@@ -172,7 +172,9 @@ static OUT: [Outbox; MAX_CPUS] = [const {
         owner: UnsafeCell::new(0),
         nodes: [const { node() }; NODES],
     }
-}; MAX_CPUS];
+}
+
+static OUT: [Outbox; MAX_CPUS] = [const { outbox() }; MAX_CPUS];
 
 /// Threads with an outbox of their own (`thread_area.rs`); a thread past
 /// them parks in its CPU's outbox.
@@ -182,15 +184,7 @@ pub const THREAD_SLOTS: usize = 512;
 /// claimed it for as long as it lives, so parking in it takes no atomic
 /// step at all (a per-CPU outbox costs one compare-and-swap per block:
 /// see `thread_area.rs` for what that cost).
-static SLOT_OUT: [Outbox; THREAD_SLOTS] = [const {
-    Outbox {
-        taken: SpinLock::new(),
-        direct: AtomicU64::new(0),
-        open: UnsafeCell::new(NONE),
-        owner: UnsafeCell::new(0),
-        nodes: [const { node() }; NODES],
-    }
-}; THREAD_SLOTS];
+static SLOT_OUT: [Outbox; THREAD_SLOTS] = [const { outbox() }; THREAD_SLOTS];
 
 /// Where a slot search starts: threads spread over the slots.
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);

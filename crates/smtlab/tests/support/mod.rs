@@ -110,27 +110,30 @@ pub fn dump(name: &str, tmp: &Path) -> PathBuf {
 /// Live processes whose environment holds `SMTLAB_TEST_MARK=mark`: a run
 /// started with that variable and everything it started.
 pub fn processes_with_mark(mark: &str) -> Vec<u32> {
-    let needle = format!("SMTLAB_TEST_MARK={mark}");
+    processes_with_env(&format!("SMTLAB_TEST_MARK={mark}"))
+}
+
+/// Live processes (not zombies) whose environment holds `kv`
+/// (`NAME=VALUE`).
+pub fn processes_with_env(kv: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .map(|env| env.split(|b| *b == 0).any(|e| e == kv.as_bytes()))
                 .unwrap_or(false)
         })
         .filter(|pid| {
             // A zombie waiting for its (already dead) parent is not running.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(false)
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
         })
         .collect()
 }

@@ -463,7 +463,7 @@ impl Drop for Cluster {
         // Whatever of the cluster is left (a slurmstepd, a task, an srun
         // the test lost): each carries this cluster's SLURM_CONF.
         let mark = format!("SLURM_CONF={}", self.conf.display());
-        for pid in processes_with_env(&mark) {
+        for pid in super::processes_with_env(&mark) {
             let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
         // The temporary directory goes with `dir`.
@@ -540,30 +540,6 @@ fn tail(path: &Path, lines: usize) -> String {
         }
         Err(e) => format!("({e})\n"),
     }
-}
-
-/// Live processes (not zombies) whose environment holds `kv`
-/// (`NAME=VALUE`).
-pub fn processes_with_env(kv: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|e| e == kv.as_bytes()))
-                .unwrap_or(false)
-        })
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                !s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-        })
-        .collect()
 }
 
 /// A started command whose output is read as it comes (a full pipe must
