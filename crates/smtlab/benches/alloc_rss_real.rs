@@ -129,6 +129,7 @@ fn main() {
     println!("geometric mean ratio: {geo:.3}");
     common::write_results(
         "alloc_rss_real",
-        &serde_json::json!({"goal": GOAL, "rounds": rounds, "programs": rows, "geomean": geo}),
+        &serde_json::json!({"machine": common::machine(), "goal": GOAL, "rounds": rounds,
+            "programs": rows, "geomean": geo}),
     );
 }
