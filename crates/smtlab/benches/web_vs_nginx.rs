@@ -43,6 +43,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,7 +60,9 @@ const MIX_PATHS: usize = 400;
 /// (load index, server, client) and the requests/s of each round.
 type Measured = Vec<((usize, &'static str, &'static str), Vec<f64>)>;
 
-/// A running server, killed and reaped on drop.
+/// A running server, killed and reaped on drop: its whole process group,
+/// because nginx's workers outlive a master killed alone (each run left one
+/// orphaned worker per nginx started).
 struct Server {
     child: Child,
     addr: SocketAddr,
@@ -68,6 +71,8 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -82,6 +87,7 @@ fn cpu_list(cpus: &[u32]) -> String {
 
 fn start_web(root: &Path, cpus: &[u32]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_smtlab"))
+        .process_group(0)
         .args(["serve", "web", "--model", "event", "--threads"])
         .arg(cpus.len().to_string())
         .args([
@@ -130,6 +136,7 @@ fn start_nginx(exe: &Path, root: &Path, cpus: &[u32]) -> Server {
     let path = dir.path().join("nginx.conf");
     std::fs::write(&path, conf.render(dir.path())).unwrap();
     let child = Command::new(exe)
+        .process_group(0)
         .args(["-e", "stderr", "-p"])
         .arg(dir.path())
         .arg("-c")
