@@ -13,7 +13,9 @@
 //! * `libsmtalloc.so` (package `smtalloc-preload`): an `LD_PRELOAD` drop-in
 //!   `malloc` for any program; smtlab looks for it next to its own
 //!   executable, then in `../lib/smtlab/` where an install puts it
-//!   ([`preload_library`]).
+//!   (`smtlab_allocators::own_dirs_of`: smtlab's lookup, in the crate that
+//!   finds every allocator; this crate knows nothing of where it is
+//!   installed).
 //! * [`SmtAlloc`], a Rust `#[global_allocator]`, and [`stats()`].
 //!
 //! Nothing but libc and mimalloc is called.
@@ -234,8 +236,6 @@
 mod stats;
 mod sys;
 
-use std::path::PathBuf;
-
 pub use stats::{stats, CoreStats, Stats};
 pub use sys::global::SmtAlloc;
 
@@ -277,55 +277,4 @@ pub const OUTBOX_NODE: (usize, u32) = (sys::remote::NODE_CAP, sys::remote::MIN_S
 /// The core index smtalloc maps a CPU to (after initialization).
 pub fn core_of_cpu(cpu: usize) -> Option<usize> {
     sys::cpu::core_of_cpu(cpu)
-}
-
-/// The file name of the preload library.
-pub const PRELOAD_FILE: &str = "libsmtalloc.so";
-
-/// Where `libsmtalloc.so` is for the running executable, looked for in
-/// this order ([`preload_candidates`]): next to it (`target/<profile>/`);
-/// one level up, for test and example binaries in `target/<profile>/deps/`
-/// or `examples/`; in `<exe dir>/../lib/smtlab/`, where an installed smtlab
-/// keeps it (`PREFIX/bin/smtlab`, `PREFIX/lib/smtlab/libsmtalloc.so`, as
-/// `scripts/install.sh` puts them). `None` if it is in none of them.
-pub fn preload_library() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    preload_candidates(&exe).into_iter().find(|p| p.is_file())
-}
-
-/// The paths [`preload_library`] tries for the executable `exe`, in order.
-/// Relative to the executable (which `current_exe` gives with symbolic links
-/// resolved), so an installed tree still finds its library when moved.
-pub fn preload_candidates(exe: &std::path::Path) -> Vec<PathBuf> {
-    let Some(dir) = exe.parent() else {
-        return Vec::new();
-    };
-    let up = dir.parent();
-    [
-        Some(dir.to_path_buf()),
-        up.map(std::path::Path::to_path_buf),
-        up.map(|u| u.join("lib/smtlab")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|d| d.join(PRELOAD_FILE))
-    .collect()
-}
-
-#[cfg(test)]
-mod preload_tests {
-    use std::path::PathBuf;
-
-    #[test]
-    fn preload_is_looked_for_beside_the_exe_then_one_up_then_in_lib_smtlab() {
-        let c = super::preload_candidates(std::path::Path::new("/opt/p/bin/smtlab"));
-        let want: Vec<PathBuf> = [
-            "/opt/p/bin/libsmtalloc.so",
-            "/opt/p/libsmtalloc.so",
-            "/opt/p/lib/smtlab/libsmtalloc.so",
-        ]
-        .map(PathBuf::from)
-        .to_vec();
-        assert_eq!(c, want);
-    }
 }
