@@ -216,9 +216,6 @@ pub unsafe fn park(cpu: usize, owner: usize, p: *mut c_void) -> bool {
     }
     // SAFETY: `taken` is ours until the unlock below; see `Sync`.
     let parked = unsafe { park_taken(ob, owner, p) };
-    if !parked {
-        ob.direct.fetch_add(1, Relaxed);
-    }
     ob.taken.unlock();
     parked
 }
@@ -234,11 +231,7 @@ pub unsafe fn park_in_slot(slot: usize, owner: usize, p: *mut c_void) -> bool {
         return false;
     };
     // SAFETY: the calling thread holds the slot's `taken` (claimed).
-    let parked = unsafe { park_taken(ob, owner, p) };
-    if !parked {
-        ob.direct.fetch_add(1, Relaxed);
-    }
-    parked
+    unsafe { park_taken(ob, owner, p) }
 }
 
 /// Claims a free thread slot for the calling thread (taking its `taken`
@@ -296,7 +289,8 @@ pub fn reset_slots_in_child(mine: Option<usize>, ncores: usize) {
     }
 }
 
-/// [`park`] with the outbox taken.
+/// [`park`] with the outbox taken; `false` (counted as a direct free) when
+/// no node is idle.
 #[inline(always)]
 unsafe fn park_taken(ob: &Outbox, owner: usize, p: *mut c_void) -> bool {
     // SAFETY: the caller holds `ob.taken`.
@@ -307,6 +301,8 @@ unsafe fn park_taken(ob: &Outbox, owner: usize, p: *mut c_void) -> bool {
         }
         if *open == NONE {
             let Some(i) = ob.nodes.iter().position(|n| !n.busy.load(Acquire)) else {
+                // Every node waits in an inbox: the caller frees it directly.
+                ob.direct.fetch_add(1, Relaxed);
                 return false;
             };
             ob.nodes[i].busy.store(true, Relaxed);
