@@ -12,13 +12,14 @@
 mod support;
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use support::serve::Served;
 
 const MODELS: [&str; 3] = ["thread2", "thread", "event"];
 
@@ -55,30 +56,18 @@ impl Drop for Reaped {
 
 /// `smtlab serve chat --model MODEL --threads 1 --listen 127.0.0.1:0`, and
 /// the address its first line names.
-fn serve(model: &str) -> (Reaped, SocketAddr) {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
-        .args(["serve", "chat", "--model", model, "--threads", "1"])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Reaped(child);
-    // Read on a thread: the first line with a timeout, the rest drained so
-    // the server never blocks on a full pipe.
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let first = lines
-        .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("{model}: the server printed no first line"));
+fn serve(model: &str) -> (Served, SocketAddr) {
+    let server = Served::start(&[
+        "chat",
+        "--model",
+        model,
+        "--threads",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
     // listening on irc://IP:PORT/ model=M workers=N nofile=L
+    let first = &server.first;
     let addr = first
         .split(' ')
         .nth(2)

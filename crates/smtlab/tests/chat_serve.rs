@@ -6,56 +6,31 @@
 mod support;
 
 use support::assert_success;
+use support::serve::Served;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
 const MODELS: [&str; 3] = ["thread2", "thread", "event"];
 
 /// A running `smtlab serve chat`, killed and reaped when dropped.
 struct Serve {
-    child: Child,
+    served: Served,
     addr: SocketAddr,
-    lines: mpsc::Receiver<String>,
 }
 
 impl Serve {
     fn start(model: &str, extra: &[&str]) -> Serve {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
-            .args(["serve", "chat", "--model", model, "--threads", "1"])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut serve = Serve {
-            child,
-            addr: "127.0.0.1:1".parse().unwrap(),
-            lines,
-        };
-        let first = serve
-            .lines
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("{model}: no first line"));
+        let mut args = vec!["chat", "--model", model, "--threads", "1"];
+        args.extend(["--listen", "127.0.0.1:0"]);
+        args.extend(extra);
+        let served = Served::start(&args);
+        let first = &served.first;
         // listening on irc://IP:PORT/ model=M workers=N nofile=L
         let words: Vec<&str> = first.split(' ').collect();
         assert_eq!(&words[..2], ["listening", "on"], "{first}");
@@ -63,40 +38,18 @@ impl Serve {
         assert_eq!(words[4], "workers=1", "{first}");
         let nofile: u64 = words[5].strip_prefix("nofile=").unwrap().parse().unwrap();
         assert!(nofile >= 1024, "{first}");
-        serve.addr = words[2]
+        let addr: SocketAddr = words[2]
             .strip_prefix("irc://")
             .and_then(|u| u.strip_suffix('/'))
             .unwrap()
             .parse()
             .unwrap();
-        assert_ne!(serve.addr.port(), 0);
-        serve
+        assert_ne!(addr.port(), 0);
+        Serve { served, addr }
     }
 
-    fn stop(mut self, sig: Signal) -> (ExitStatus, Vec<String>) {
-        kill(Pid::from_raw(self.child.id() as i32), sig).unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < until, "the server did not stop on {sig}");
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let mut rest = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            rest.push(line);
-        }
-        (status, rest)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    fn stop(self, sig: Signal) -> (ExitStatus, Vec<String>) {
+        self.served.stop(sig)
     }
 }
 

@@ -23,16 +23,15 @@ mod chromium;
 mod web_corpus;
 
 use support::assert_success;
+use support::serve::Served;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 use smtlab_web::fileset::{BodyCheck, FileSet, FileSpec};
 
@@ -44,12 +43,10 @@ const TIMEOUT: &str = "1500ms";
 
 /// A running `smtlab serve web`, killed and reaped when dropped.
 struct Serve {
-    child: Child,
+    served: Served,
     addr: SocketAddr,
     /// The root from the first line.
     root: PathBuf,
-    /// stdout lines after the first.
-    lines: mpsc::Receiver<String>,
 }
 
 impl Serve {
@@ -57,82 +54,35 @@ impl Serve {
     /// for the first line.
     fn start(model: &str, threads: usize, extra: &[&str]) -> Serve {
         let threads = threads.to_string();
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("smtlab"))
-            .args(["serve", "web", "--model", model, "--threads", &threads])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut serve = Serve {
-            child,
-            addr: "127.0.0.1:1".parse().unwrap(),
-            root: PathBuf::new(),
-            lines,
-        };
-        let first = serve
-            .lines
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("{model}: no first line"));
+        let mut args = vec!["web", "--model", model, "--threads", &threads];
+        args.extend(["--listen", "127.0.0.1:0"]);
+        args.extend(extra);
+        let served = Served::start(&args);
+        let first = &served.first;
         // listening on http://IP:PORT/ model=M workers=N root=DIR
         let words: Vec<&str> = first.split(' ').collect();
         assert_eq!(&words[..2], ["listening", "on"], "{first}");
         assert_eq!(words[3], format!("model={model}"), "{first}");
         assert_eq!(words[4], format!("workers={threads}"), "{first}");
-        let url = words[2];
-        serve.addr = url
+        let addr: SocketAddr = words[2]
             .strip_prefix("http://")
             .and_then(|u| u.strip_suffix('/'))
             .unwrap()
             .parse()
             .unwrap();
-        assert_ne!(serve.addr.port(), 0);
-        serve.root = PathBuf::from(words[5].strip_prefix("root=").unwrap());
-        serve
+        assert_ne!(addr.port(), 0);
+        let root = PathBuf::from(words[5].strip_prefix("root=").unwrap());
+        Serve { served, addr, root }
     }
 
     fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.served.pid()
     }
 
     /// Send `sig`, wait for the exit (10 s at most), return the status and
     /// the remaining stdout lines.
-    fn stop(mut self, sig: Signal) -> (ExitStatus, Vec<String>) {
-        kill(Pid::from_raw(self.pid()), sig).unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < until, "the server did not stop on {sig}");
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let mut rest = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-            rest.push(line);
-        }
-        (status, rest)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    fn stop(self, sig: Signal) -> (ExitStatus, Vec<String>) {
+        self.served.stop(sig)
     }
 }
 

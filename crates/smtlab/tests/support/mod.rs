@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod guest;
+pub mod serve;
 pub mod slurm;
 
 use std::io::Write;
